@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: MIT
+//
+// accel plugin ABI: the one contract between libaccel and a backend plugin.
+//
+// A plugin is a shared object that exports exactly one symbol,
+// `accel_plugin_entry`, and is built from this header alone (standard C
+// headers only; plugins never link libaccel). The core dlopen()s the plugin,
+// calls the entry with its ABI major version, validates the descriptor it
+// gets back, copies every function table into a zeroed full-size copy and
+// fills optional or missing entries with core fallbacks, once, at load time.
+//
+// Versioning rules (see docs/plugin-guide.md):
+// - ACCEL_PLUGIN_ABI_VERSION is a major version; the core loads exact
+//   matches only. It changes only for a breaking change.
+// - Every table starts with `uint32_t struct_size`, set by the plugin to
+//   sizeof() of the table it was built with. Tables are append-only: new
+//   entries go at the end under a "since ABI 1.N" marker, existing entries
+//   never move or change signature (tests/abi checks the offsets).
+// - Entries tagged "(optional)" may be NULL; the core substitutes a default.
+//   Every other entry is required and a NULL one rejects the plugin.
+// - Data structs the core hands to a plugin carry `struct_size` set by the
+//   core; a plugin writes only the fields that fit (ACCEL_PLUGIN_HAS_FIELD).
+//
+// Threading: the core calls plugin entries from any thread, concurrently,
+// except load/unload which it serialises. A plugin protects its own state.
+#ifndef ACCEL_PLUGIN_H_
+#define ACCEL_PLUGIN_H_
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Marks the entry symbol as exported even under -fvisibility=hidden.
+#if defined(_WIN32)
+#define ACCEL_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define ACCEL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+// Major ABI version. The core loads plugins built with exactly this value.
+#define ACCEL_PLUGIN_ABI_VERSION 1u
+
+// Minor ABI version: the number of "since ABI 1.N" additions this header
+// has. Informational: compatibility is decided by struct_size, not by this.
+#define ACCEL_PLUGIN_ABI_MINOR 0u
+
+// Name of the one exported symbol; pass it to dlsym().
+#define ACCEL_PLUGIN_ENTRY_NAME "accel_plugin_entry"
+
+// True when a struct whose `struct_size` is `s` (a pointer to a struct
+// starting with uint32_t struct_size) is large enough to hold `field`.
+#define ACCEL_PLUGIN_HAS_FIELD(s, type, field)           \
+  ((s)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+// ---------------------------------------------------------------------------
+// Types shared with <accel/accel.h>. The block is identical in both headers
+// and guarded so that a file may include both (tests/abi checks they agree).
+// ---------------------------------------------------------------------------
+#ifndef ACCEL_SHARED_TYPES_DEFINED_
+#define ACCEL_SHARED_TYPES_DEFINED_
+// Result of every fallible call. 0 is success. Codes are only ever appended;
+// callers must treat an unknown non-zero code as a failure.
+typedef enum accel_status {
+  ACCEL_OK = 0,
+  ACCEL_ERROR_INVALID_ARGUMENT = 1,      // the caller broke the contract
+  ACCEL_ERROR_OUT_OF_MEMORY = 2,         // host memory exhausted
+  ACCEL_ERROR_OUT_OF_DEVICE_MEMORY = 3,  // device memory exhausted
+  ACCEL_ERROR_NOT_FOUND = 4,             // no such device, plugin or symbol
+  ACCEL_ERROR_UNSUPPORTED = 5,   // valid request this device cannot do
+  ACCEL_ERROR_UNAVAILABLE = 6,   // plugin present, driver/runtime/device not
+  ACCEL_ERROR_INCOMPATIBLE = 7,  // ABI or version mismatch
+  ACCEL_ERROR_DEVICE_LOST = 8,   // the device faulted or went away
+  ACCEL_ERROR_BACKEND = 9,       // the vendor API failed
+  ACCEL_ERROR_INTERNAL = 10,     // a bug in accel or a plugin
+  ACCEL_ERROR_NOT_READY = 11,    // work not finished yet (e.g. elapsed time)
+  ACCEL_STATUS_MAX_ENUM = 0x7fffffff
+} accel_status_t;
+
+// Severity of a log message; ACCEL_LOG picks the lowest one printed.
+typedef enum accel_log_level {
+  ACCEL_LOG_ERROR = 0,
+  ACCEL_LOG_WARN = 1,
+  ACCEL_LOG_INFO = 2,
+  ACCEL_LOG_DEBUG = 3,
+  ACCEL_LOG_LEVEL_MAX_ENUM = 0x7fffffff
+} accel_log_level_t;
+
+// Broad kind of device.
+typedef enum accel_device_type {
+  ACCEL_DEVICE_TYPE_OTHER = 0,
+  ACCEL_DEVICE_TYPE_CPU = 1,
+  ACCEL_DEVICE_TYPE_GPU = 2,
+  ACCEL_DEVICE_TYPE_MAX_ENUM = 0x7fffffff
+} accel_device_type_t;
+
+// Capability bits reported in device properties.
+typedef uint32_t accel_device_caps_t;
+enum accel_device_cap_bits {
+  ACCEL_DEVICE_CAP_F16 = 1u << 0,           // f16 storage and arithmetic
+  ACCEL_DEVICE_CAP_BF16 = 1u << 1,          // bf16 storage and arithmetic
+  ACCEL_DEVICE_CAP_TF32 = 1u << 2,          // TF32 matrix math
+  ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3, // real page-locked host memory
+  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,   // direct copies to peers
+  ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,  // events measure elapsed time
+  ACCEL_DEVICE_CAP_KERNELS = 1u << 6,       // custom modules and launches
+  ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,        // captured work graphs
+  ACCEL_DEVICE_CAP_MAX_ENUM = 0x7fffffff
+};
+
+// Stream creation flags (none defined yet; pass 0).
+typedef uint32_t accel_stream_flags_t;
+
+// Event creation flags.
+typedef uint32_t accel_event_flags_t;
+enum accel_event_flag_bits {
+  // The event records a timestamp so accel_event_elapsed_ms() works.
+  // Without it recording is cheaper and elapsed time is refused.
+  ACCEL_EVENT_TIMING = 1u << 0,
+  ACCEL_EVENT_FLAG_MAX_ENUM = 0x7fffffff
+};
+#endif  // ACCEL_SHARED_TYPES_DEFINED_
+
+// ---------------------------------------------------------------------------
+// Host services: what the core lends a plugin for its lifetime.
+// ---------------------------------------------------------------------------
+
+typedef struct accel_host accel_host_t;
+
+// Services the core passes to `load`. Valid until `unload` returns. Every
+// entry is non-NULL and thread-safe. Each plugin gets its own table, so the
+// core can tag messages with the plugin's name.
+struct accel_host {
+  uint32_t struct_size;  // sizeof(accel_host_t) in the core that made it
+  uint32_t abi_version;  // ACCEL_PLUGIN_ABI_VERSION of the core
+  // -- since ABI 1.0 --
+  // Records `format` as the calling thread's accel_last_error() message and
+  // returns `status`, so a plugin can write
+  // `return host->fail(host, ACCEL_ERROR_BACKEND, "cuMemAlloc: %s", s);`.
+  accel_status_t (*fail)(const accel_host_t* host, accel_status_t status,
+                         const char* format, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 3, 4)))
+#endif
+      ;
+  // Logs a message at `level` through the core's ACCEL_LOG handling.
+  void (*log)(const accel_host_t* host, accel_log_level_t level,
+              const char* format, ...)
+#if defined(__GNUC__)
+      __attribute__((format(printf, 3, 4)))
+#endif
+      ;
+  // Reads an environment variable the way the core does (secure_getenv).
+  // Returns NULL when unset. The string belongs to the environment.
+  const char* (*getenv)(const accel_host_t* host, const char* name);
+};
+
+// ---------------------------------------------------------------------------
+// Data structs exchanged with plugins.
+// ---------------------------------------------------------------------------
+
+// Device properties. The core zeroes the struct, sets `struct_size` and
+// calls `query_props`; the plugin fills the fields that fit. Strings are
+// NUL-terminated and truncated to their arrays.
+typedef struct accel_plugin_device_props {
+  uint32_t struct_size;
+  uint32_t type;                   // accel_device_type_t
+  char name[256];                  // "NVIDIA H100 80GB HBM3"
+  char vendor[64];                 // "NVIDIA", "AMD", "GenuineIntel"
+  char arch[64];                   // "sm_90", "gfx90a", "x86-64-v4"
+  uint64_t total_memory;           // bytes
+  uint32_t compute_units;          // SMs, CUs, cores
+  uint32_t max_threads_per_block;  // 1 where blocks are not threaded
+  uint32_t simd_width;             // warp/wavefront size, or SIMD lanes
+  accel_device_caps_t caps;        // ACCEL_DEVICE_CAP_* bits
+  uint8_t uuid[16];                // all zero when unknown
+  char pci_bus_id[32];             // "0000:3b:00.0", or empty
+  char features[256];              // space-separated ISA/driver features
+  char driver_version[64];         // driver or runtime version, or empty
+} accel_plugin_device_props_t;
+
+// Kind of one kernel argument.
+typedef enum accel_plugin_arg_kind {
+  ACCEL_PLUGIN_ARG_VALUE = 0,   // `size` bytes copied from `value`
+  ACCEL_PLUGIN_ARG_BUFFER = 1,  // device memory `mem` plus `offset`
+  ACCEL_PLUGIN_ARG_KIND_MAX_ENUM = 0x7fffffff
+} accel_plugin_arg_kind_t;
+
+// One kernel argument as the core passes it. Buffers arrive as the plugin's
+// own memory handle and a byte offset; the plugin turns them into whatever
+// its kernels take (a device pointer, a host pointer).
+typedef struct accel_plugin_arg {
+  uint32_t kind;  // accel_plugin_arg_kind_t
+  uint32_t size;  // bytes of `value` for ACCEL_PLUGIN_ARG_VALUE
+  const void* value;
+  void* mem;
+  uint64_t offset;
+} accel_plugin_arg_t;
+
+// Launch geometry and arguments for `launch`.
+typedef struct accel_plugin_launch {
+  uint32_t struct_size;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  uint32_t num_args;
+  const accel_plugin_arg_t* args;
+} accel_plugin_launch_t;
+
+// ---------------------------------------------------------------------------
+// Device operations.
+//
+// Handles are the plugin's own: `device` comes from `device_open`, `mem`
+// from `mem_alloc`, `stream` from `stream_create`, `event` from
+// `event_create`. The core has already checked every argument (non-NULL
+// handles, offsets and sizes within bounds, sizes non-zero, matching
+// devices) before it calls an entry.
+//
+// Copies and memset take a `stream`: NULL means "run it now and return when
+// it is done"; otherwise the plugin enqueues the work in stream order and
+// returns at once. Host pointers given to an enqueued operation stay valid
+// until the stream reaches it (the caller's promise, passed on by the core).
+// Errors of enqueued work surface at the next stream_synchronize,
+// stream_query, event_synchronize or event_query on that stream.
+// ---------------------------------------------------------------------------
+typedef struct accel_device_ops {
+  uint32_t struct_size;  // sizeof(accel_device_ops_t) at plugin build time
+  // -- since ABI 1.0 --
+  // Fills `props` (see accel_plugin_device_props_t). Required.
+  accel_status_t (*query_props)(void* device,
+                                accel_plugin_device_props_t* props);
+  // Current free and total device memory in bytes. Required.
+  accel_status_t (*mem_info)(void* device, uint64_t* out_free,
+                             uint64_t* out_total);
+  // Allocates `size` (> 0) bytes of device memory. Returns
+  // ACCEL_ERROR_OUT_OF_DEVICE_MEMORY when the device is full. Required.
+  accel_status_t (*mem_alloc)(void* device, size_t size, void** out_mem);
+  // Frees memory from mem_alloc. Never fails. Required.
+  void (*mem_free)(void* device, void* mem);
+  // (optional) Allocates `size` bytes of page-locked host memory. NULL means
+  // the core uses ordinary aligned host memory and reports no pinned cap.
+  accel_status_t (*host_alloc)(void* device, size_t size, void** out_ptr);
+  // (optional) Frees memory from host_alloc. Must be set with host_alloc.
+  void (*host_free)(void* device, void* ptr);
+  // Copies `size` bytes from host `src` to `dst` + `dst_offset`. Required.
+  accel_status_t (*copy_h2d)(void* device, void* stream, void* dst,
+                             size_t dst_offset, const void* src, size_t size);
+  // Copies `size` bytes from `src` + `src_offset` to host `dst`. Required.
+  accel_status_t (*copy_d2h)(void* device, void* stream, void* dst,
+                             const void* src, size_t src_offset, size_t size);
+  // Copies between two allocations of this device. Regions may overlap only
+  // if they are the same allocation, in which case it behaves like memmove.
+  // Required.
+  accel_status_t (*copy_d2d)(void* device, void* stream, void* dst,
+                             size_t dst_offset, const void* src,
+                             size_t src_offset, size_t size);
+  // (optional) Copies from `src` on `src_device` (another device of this
+  // plugin) to `dst` on `device`, enqueued on `stream` of `device`. NULL
+  // means the core stages the copy through host memory.
+  accel_status_t (*copy_peer)(void* device, void* stream, void* dst,
+                              size_t dst_offset, void* src_device,
+                              const void* src, size_t src_offset, size_t size);
+  // (optional) Whether `device` can copy directly from `peer_device`. NULL
+  // means "no".
+  accel_status_t (*can_access_peer)(void* device, void* peer_device,
+                                    bool* out_can);
+  // Sets `size` bytes at `dst` + `offset` to `value`. Required.
+  accel_status_t (*memset)(void* device, void* stream, void* dst,
+                           size_t offset, uint8_t value, size_t size);
+
+  // Creates an in-order asynchronous stream. Required.
+  accel_status_t (*stream_create)(void* device, accel_stream_flags_t flags,
+                                  void** out_stream);
+  // Destroys a stream after its pending work has finished. Required.
+  void (*stream_destroy)(void* stream);
+  // Blocks until all work enqueued so far has finished; reports the first
+  // asynchronous error of that work. Required.
+  accel_status_t (*stream_synchronize)(void* stream);
+  // Sets `*out_done` to whether all enqueued work has finished. Required.
+  accel_status_t (*stream_query)(void* stream, bool* out_done);
+  // Makes work enqueued later on `stream` wait until `event`'s most recent
+  // record (as of this call) completes. An event never recorded is already
+  // complete. `event` may belong to another device of this plugin. Required.
+  accel_status_t (*stream_wait_event)(void* stream, void* event);
+
+  // Creates an event. Required.
+  accel_status_t (*event_create)(void* device, accel_event_flags_t flags,
+                                 void** out_event);
+  // Destroys an event. Pending waits on it still complete. Required.
+  void (*event_destroy)(void* event);
+  // Captures the work enqueued on `stream` so far; the event completes when
+  // that work has. Re-recording replaces the previous capture. Required.
+  accel_status_t (*event_record)(void* event, void* stream);
+  // Blocks until the event's last record has completed. Required.
+  accel_status_t (*event_synchronize)(void* event);
+  // Sets `*out_done` to whether the event's last record has completed.
+  // Required.
+  accel_status_t (*event_query)(void* event, bool* out_done);
+  // (optional) Milliseconds between two completed timing events. Returns
+  // ACCEL_ERROR_NOT_READY if either has not completed. NULL means events
+  // cannot time and the core returns ACCEL_ERROR_UNSUPPORTED.
+  accel_status_t (*event_elapsed_ms)(void* start, void* end, float* out_ms);
+
+  // (optional) Loads a module from a target binary image. NULL means the
+  // device runs no custom kernels (ACCEL_ERROR_UNSUPPORTED).
+  accel_status_t (*module_load)(void* device, const void* image, size_t size,
+                                void** out_module);
+  // (optional) Unloads a module. Must be set with module_load.
+  void (*module_unload)(void* module);
+  // (optional) Looks up a kernel by name; ACCEL_ERROR_NOT_FOUND if absent.
+  accel_status_t (*module_function)(void* module, const char* name,
+                                    void** out_function);
+  // (optional) Enqueues `function` on `stream` with `launch`.
+  accel_status_t (*launch)(void* function, void* stream,
+                           const accel_plugin_launch_t* launch);
+} accel_device_ops_t;
+
+// Smallest device-ops table the core accepts: everything up to and
+// including `event_query` (the required part of ABI 1.0).
+#define ACCEL_DEVICE_OPS_MIN_SIZE                  \
+  (offsetof(accel_device_ops_t, event_query) +     \
+   sizeof(((accel_device_ops_t*)0)->event_query))
+
+// ---------------------------------------------------------------------------
+// The plugin descriptor, returned by accel_plugin_entry.
+// ---------------------------------------------------------------------------
+typedef struct accel_plugin {
+  uint32_t abi_version;  // ACCEL_PLUGIN_ABI_VERSION the plugin was built with
+  uint32_t struct_size;  // sizeof(accel_plugin_t) at plugin build time
+  // -- since ABI 1.0 --
+  const char* name;     // short id used in device URIs: [a-z0-9_]{1,31}
+  const char* version;  // the plugin's own version, "1.2.0"
+  // Preference for ACCEL_BACKEND=auto: higher wins. First-party values:
+  // cuda 300, rocm 200, cpu 0.
+  int32_t priority;
+  // Initialises the plugin. Must not touch the vendor driver (that happens
+  // on first use, in device_count). `host` stays valid until `unload`.
+  // `*out_plugin` is the plugin's state, passed to the entries below. A
+  // failure is recorded in the load report with its message. Required.
+  accel_status_t (*load)(const accel_host_t* host, void** out_plugin);
+  // Releases everything `load` and later calls created. Required.
+  void (*unload)(void* plugin);
+  // Number of usable devices. A missing driver or runtime is
+  // ACCEL_ERROR_UNAVAILABLE with the reason as message; a working driver
+  // with no device is ACCEL_OK with 0. Required.
+  accel_status_t (*device_count)(void* plugin, uint32_t* out_count);
+  // Opens device `index` (< device_count). The core opens each device at
+  // most once at a time. Required.
+  accel_status_t (*device_open)(void* plugin, uint32_t index,
+                                void** out_device);
+  // Closes a device opened by device_open. Required.
+  void (*device_close)(void* device);
+  // Device operations shared by every device of this plugin. Required.
+  const accel_device_ops_t* device_ops;
+} accel_plugin_t;
+
+// Smallest descriptor the core accepts (ABI 1.0).
+#define ACCEL_PLUGIN_MIN_SIZE                  \
+  (offsetof(accel_plugin_t, device_ops) +      \
+   sizeof(((accel_plugin_t*)0)->device_ops))
+
+// Type of the exported entry. Returns a descriptor in static storage that
+// stays valid until the plugin is unloaded, or NULL when the plugin cannot
+// serve `host_abi` (the core reports the mismatch).
+typedef const accel_plugin_t* (*accel_plugin_entry_fn_t)(uint32_t host_abi);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ACCEL_PLUGIN_H_
