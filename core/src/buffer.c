@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+//
+// Buffers: device memory with a known device and size, so every copy can be
+// checked for bounds and devices before it reaches a plugin.
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+accel_status_t accel__check_range(const char* what, const char* operand,
+                                  const accel_buffer_t* buffer, size_t offset,
+                                  size_t size) {
+  if (buffer == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL",
+                       what, operand);
+  }
+  if (size == 0) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size is 0", what);
+  }
+  if (size > buffer->size || offset > buffer->size - size) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: %s range [%zu, %zu + %zu) is outside the "
+                       "%zu-byte buffer on %s",
+                       what, operand, offset, offset, size, buffer->size,
+                       buffer->device->uri);
+  }
+  return ACCEL_OK;
+}
+
+accel_status_t accel_buffer_create(accel_device_t* device, size_t size,
+                                   accel_buffer_t** out_buffer) {
+  if (out_buffer != NULL) *out_buffer = NULL;
+  if (device == NULL || out_buffer == NULL || size == 0) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_buffer_create: device, a non-zero size and "
+                       "out_buffer are required");
+  }
+  accel_buffer_t* buffer = calloc(1, sizeof(*buffer));
+  if (buffer == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "buffer header");
+  }
+  accel_status_t status =
+      device->ops->mem_alloc(device->impl, size, &buffer->impl);
+  if (status != ACCEL_OK) {
+    free(buffer);  // the plugin has recorded the reason
+    return status;
+  }
+  atomic_init(&buffer->refs, 1);
+  buffer->device = device;
+  buffer->size = size;
+  accel_device_retain(device);
+  *out_buffer = buffer;
+  return ACCEL_OK;
+}
+
+void accel_buffer_retain(accel_buffer_t* buffer) {
+  if (buffer != NULL) atomic_fetch_add(&buffer->refs, 1);
+}
+
+void accel_buffer_release(accel_buffer_t* buffer) {
+  if (buffer == NULL || atomic_fetch_sub(&buffer->refs, 1) != 1) return;
+  accel_device_t* device = buffer->device;
+  device->ops->mem_free(device->impl, buffer->impl);
+  free(buffer);
+  accel_device_release(device);
+}
+
+size_t accel_buffer_size(const accel_buffer_t* buffer) {
+  return buffer != NULL ? buffer->size : 0;
+}
+
+accel_device_t* accel_buffer_device(const accel_buffer_t* buffer) {
+  return buffer != NULL ? buffer->device : NULL;
+}
+
+accel_status_t accel_buffer_write(accel_buffer_t* buffer, size_t offset,
+                                  const void* src, size_t size) {
+  accel_status_t status =
+      accel__check_range("accel_buffer_write", "dst", buffer, offset, size);
+  if (status != ACCEL_OK) return status;
+  if (src == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_buffer_write: src is NULL");
+  }
+  accel_device_t* d = buffer->device;
+  return d->ops->copy_h2d(d->impl, NULL, buffer->impl, offset, src, size);
+}
+
+accel_status_t accel_buffer_read(accel_buffer_t* buffer, size_t offset,
+                                 void* dst, size_t size) {
+  accel_status_t status =
+      accel__check_range("accel_buffer_read", "src", buffer, offset, size);
+  if (status != ACCEL_OK) return status;
+  if (dst == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_buffer_read: dst is NULL");
+  }
+  accel_device_t* d = buffer->device;
+  return d->ops->copy_d2h(d->impl, NULL, dst, buffer->impl, offset, size);
+}
+
+accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
+                                  accel_buffer_t* src, size_t src_offset,
+                                  size_t size) {
+  void* bounce = malloc(size);
+  if (bounce == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                       "copy from %s to %s: no host memory for a %zu-byte "
+                       "bounce buffer",
+                       src->device->uri, dst->device->uri, size);
+  }
+  accel_device_t* s = src->device;
+  accel_device_t* d = dst->device;
+  accel_status_t status =
+      s->ops->copy_d2h(s->impl, NULL, bounce, src->impl, src_offset, size);
+  if (status == ACCEL_OK) {
+    status = d->ops->copy_h2d(d->impl, NULL, dst->impl, dst_offset, bounce,
+                              size);
+  }
+  free(bounce);
+  return status;
+}
+
+accel_status_t accel_buffer_copy(accel_buffer_t* dst, size_t dst_offset,
+                                 accel_buffer_t* src, size_t src_offset,
+                                 size_t size) {
+  accel_status_t status =
+      accel__check_range("accel_buffer_copy", "dst", dst, dst_offset, size);
+  if (status == ACCEL_OK) {
+    status =
+        accel__check_range("accel_buffer_copy", "src", src, src_offset, size);
+  }
+  if (status != ACCEL_OK) return status;
+  accel_device_t* d = dst->device;
+  accel_device_t* s = src->device;
+  if (d == s) {
+    return d->ops->copy_d2d(d->impl, NULL, dst->impl, dst_offset, src->impl,
+                            src_offset, size);
+  }
+  if (d->plugin == s->plugin) {
+    return d->plugin->copy_peer(d->plugin, d->impl, NULL, dst->impl,
+                                dst_offset, s->impl, src->impl, src_offset,
+                                size);
+  }
+  return accel__copy_staged(dst, dst_offset, src, src_offset, size);
+}
+
+accel_status_t accel_buffer_fill(accel_buffer_t* buffer, size_t offset,
+                                 uint8_t value, size_t size) {
+  accel_status_t status =
+      accel__check_range("accel_buffer_fill", "dst", buffer, offset, size);
+  if (status != ACCEL_OK) return status;
+  accel_device_t* d = buffer->device;
+  return d->ops->memset(d->impl, NULL, buffer->impl, offset, value, size);
+}

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+//
+// Events: markers in a stream to wait on and to time.
+#include <stdlib.h>
+
+#include "internal.h"
+
+accel_status_t accel_event_create(accel_device_t* device,
+                                  accel_event_flags_t flags,
+                                  accel_event_t** out_event) {
+  if (out_event != NULL) *out_event = NULL;
+  if (device == NULL || out_event == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_event_create: device and out_event are "
+                       "required");
+  }
+  if ((flags & ~(accel_event_flags_t)ACCEL_EVENT_TIMING) != 0) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_event_create: unknown flags 0x%x", flags);
+  }
+  if ((flags & ACCEL_EVENT_TIMING) && !device->plugin->has_timing) {
+    return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                       "accel_event_create: events on %s cannot measure time",
+                       device->uri);
+  }
+  accel_event_t* event = calloc(1, sizeof(*event));
+  if (event == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "event handle");
+  }
+  accel_status_t status =
+      device->ops->event_create(device->impl, flags, &event->impl);
+  if (status != ACCEL_OK) {
+    free(event);
+    return status;
+  }
+  atomic_init(&event->refs, 1);
+  atomic_init(&event->recorded, false);
+  event->device = device;
+  event->flags = flags;
+  accel_device_retain(device);
+  *out_event = event;
+  return ACCEL_OK;
+}
+
+void accel_event_retain(accel_event_t* event) {
+  if (event != NULL) atomic_fetch_add(&event->refs, 1);
+}
+
+void accel_event_release(accel_event_t* event) {
+  if (event == NULL || atomic_fetch_sub(&event->refs, 1) != 1) return;
+  accel_device_t* device = event->device;
+  device->ops->event_destroy(event->impl);
+  free(event);
+  accel_device_release(device);
+}
+
+accel_status_t accel_event_record(accel_event_t* event,
+                                  accel_stream_t* stream) {
+  if (event == NULL || stream == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_event_record: event and stream are required");
+  }
+  if (event->device != stream->device) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_event_record: the event is on %s but the "
+                       "stream is on %s",
+                       event->device->uri, stream->device->uri);
+  }
+  accel_status_t status =
+      event->device->ops->event_record(event->impl, stream->impl);
+  if (status == ACCEL_OK) atomic_store(&event->recorded, true);
+  return status;
+}
+
+accel_status_t accel_event_synchronize(accel_event_t* event) {
+  if (event == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_event_synchronize: event is NULL");
+  }
+  return event->device->ops->event_synchronize(event->impl);
+}
+
+accel_status_t accel_event_query(accel_event_t* event, bool* out_done) {
+  if (out_done != NULL) *out_done = false;
+  if (event == NULL || out_done == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_event_query: event and out_done are required");
+  }
+  return event->device->ops->event_query(event->impl, out_done);
+}
+
+accel_status_t accel_event_elapsed_ms(accel_event_t* start,
+                                      accel_event_t* end, float* out_ms) {
+  static const char what[] = "accel_event_elapsed_ms";
+  if (out_ms != NULL) *out_ms = 0.0f;
+  if (start == NULL || end == NULL || out_ms == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: start, end and out_ms are required", what);
+  }
+  if (start->device != end->device) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: start is on %s but end is on %s", what,
+                       start->device->uri, end->device->uri);
+  }
+  if (!(start->flags & ACCEL_EVENT_TIMING) ||
+      !(end->flags & ACCEL_EVENT_TIMING)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: both events need ACCEL_EVENT_TIMING", what);
+  }
+  if (!atomic_load(&start->recorded) || !atomic_load(&end->recorded)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: both events must have been recorded", what);
+  }
+  return start->device->ops->event_elapsed_ms(start->impl, end->impl, out_ms);
+}

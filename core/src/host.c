@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+//
+// The host-services table the core lends each plugin.
+#include "internal.h"
+
+static accel__plugin_t* accel__host_plugin(const accel_host_t* host) {
+  // accel__host_t starts with its accel_host_t.
+  return host != NULL ? ((const accel__host_t*)host)->plugin : NULL;
+}
+
+static accel_status_t accel__host_fail(const accel_host_t* host,
+                                       accel_status_t status,
+                                       const char* format, ...) {
+  (void)host;
+  va_list args;
+  va_start(args, format);
+  accel__vfail(status, format, args);
+  va_end(args);
+  return status;
+}
+
+static void accel__host_log(const accel_host_t* host, accel_log_level_t level,
+                            const char* format, ...) {
+  accel__plugin_t* plugin = accel__host_plugin(host);
+  const char* tag = "plugin";
+  if (plugin != NULL && plugin->name != NULL && plugin->name[0] != '\0') {
+    tag = plugin->name;
+  }
+  va_list args;
+  va_start(args, format);
+  accel__vlog(level, tag, format, args);
+  va_end(args);
+}
+
+static const char* accel__host_getenv(const accel_host_t* host,
+                                      const char* name) {
+  (void)host;
+  return name != NULL ? accel__getenv(name) : NULL;
+}
+
+void accel__host_init(accel__host_t* host, accel__plugin_t* plugin) {
+  host->host.struct_size = sizeof(accel_host_t);
+  host->host.abi_version = ACCEL_PLUGIN_ABI_VERSION;
+  host->host.fail = accel__host_fail;
+  host->host.log = accel__host_log;
+  host->host.getenv = accel__host_getenv;
+  host->plugin = plugin;
+}

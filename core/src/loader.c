@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: MIT
+//
+// Loading one plugin: dlopen, entry, validation, default filling, load(),
+// device count. Each step records how far it got in the load report, so a
+// broken plugin explains itself and never stops the others.
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+// Records the outcome of loading `plugin`. The message is formatted into
+// the report (the load report outlives any thread-local message).
+static void accel__plugin_set(accel__plugin_t* plugin, accel_status_t status,
+                              const char* format, ...) ACCEL__PRINTF(3, 4);
+
+static void accel__plugin_set(accel__plugin_t* plugin, accel_status_t status,
+                              const char* format, ...) {
+  char text[1024];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text, sizeof(text), format, args);
+  va_end(args);
+  free(plugin->message);
+  plugin->message = accel__strdup(text);
+  plugin->status = status;
+}
+
+// ---------------------------------------------------------------------------
+// Core defaults for optional entries.
+// ---------------------------------------------------------------------------
+
+static accel_status_t accel__default_host_alloc(void* device, size_t size,
+                                                void** out_ptr) {
+  (void)device;
+  size_t rounded = (size + 63) & ~(size_t)63;
+  if (rounded < size) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                       "host allocation of %zu bytes is too large", size);
+  }
+  *out_ptr = aligned_alloc(64, rounded);
+  if (*out_ptr == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                       "host allocation of %zu bytes failed", size);
+  }
+  return ACCEL_OK;
+}
+
+static void accel__default_host_free(void* device, void* ptr) {
+  (void)device;
+  free(ptr);
+}
+
+static accel_status_t accel__default_can_access_peer(void* device,
+                                                     void* peer_device,
+                                                     bool* out_can) {
+  (void)device;
+  (void)peer_device;
+  *out_can = false;
+  return ACCEL_OK;
+}
+
+static accel_status_t accel__default_elapsed(void* start, void* end,
+                                             float* out_ms) {
+  (void)start;
+  (void)end;
+  *out_ms = 0.0f;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend's events cannot measure time");
+}
+
+static accel_status_t accel__default_module_load(void* device,
+                                                 const void* image,
+                                                 size_t size,
+                                                 void** out_module) {
+  (void)device;
+  (void)image;
+  (void)size;
+  *out_module = NULL;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend does not load kernel modules");
+}
+
+static void accel__default_module_unload(void* module) { (void)module; }
+
+static accel_status_t accel__default_module_function(void* module,
+                                                     const char* name,
+                                                     void** out_function) {
+  (void)module;
+  (void)name;
+  *out_function = NULL;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend does not load kernel modules");
+}
+
+static accel_status_t accel__default_launch(
+    void* function, void* stream, const accel_plugin_launch_t* launch) {
+  (void)function;
+  (void)stream;
+  (void)launch;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend does not launch kernels");
+}
+
+static accel_status_t accel__copy_peer_native(
+    accel__plugin_t* plugin, void* dst_device, void* stream, void* dst,
+    size_t dst_offset, void* src_device, const void* src, size_t src_offset,
+    size_t size) {
+  return plugin->ops.copy_peer(dst_device, stream, dst, dst_offset,
+                               src_device, src, src_offset, size);
+}
+
+// Peer copy for plugins without one: read the source synchronously into a
+// bounce buffer, then write it on the destination stream and wait, so the
+// bounce buffer can be freed.
+static accel_status_t accel__copy_peer_staged(
+    accel__plugin_t* plugin, void* dst_device, void* stream, void* dst,
+    size_t dst_offset, void* src_device, const void* src, size_t src_offset,
+    size_t size) {
+  void* bounce = malloc(size);
+  if (bounce == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                       "peer copy: no host memory for a %zu-byte bounce buffer",
+                       size);
+  }
+  accel_status_t status =
+      plugin->ops.copy_d2h(src_device, NULL, bounce, src, src_offset, size);
+  if (status == ACCEL_OK) {
+    status =
+        plugin->ops.copy_h2d(dst_device, stream, dst, dst_offset, bounce, size);
+  }
+  if (status == ACCEL_OK && stream != NULL) {
+    status = plugin->ops.stream_synchronize(stream);
+  }
+  free(bounce);
+  return status;
+}
+
+// ---------------------------------------------------------------------------
+// Validation.
+// ---------------------------------------------------------------------------
+
+typedef struct accel__required {
+  size_t offset;
+  const char* name;
+} accel__required_t;
+
+#define ACCEL__REQ(type, field) {offsetof(type, field), #field}
+
+static const accel__required_t accel__plugin_required[] = {
+    ACCEL__REQ(accel_plugin_t, load),
+    ACCEL__REQ(accel_plugin_t, unload),
+    ACCEL__REQ(accel_plugin_t, device_count),
+    ACCEL__REQ(accel_plugin_t, device_open),
+    ACCEL__REQ(accel_plugin_t, device_close),
+};
+
+static const accel__required_t accel__ops_required[] = {
+    ACCEL__REQ(accel_device_ops_t, query_props),
+    ACCEL__REQ(accel_device_ops_t, mem_info),
+    ACCEL__REQ(accel_device_ops_t, mem_alloc),
+    ACCEL__REQ(accel_device_ops_t, mem_free),
+    ACCEL__REQ(accel_device_ops_t, copy_h2d),
+    ACCEL__REQ(accel_device_ops_t, copy_d2h),
+    ACCEL__REQ(accel_device_ops_t, copy_d2d),
+    ACCEL__REQ(accel_device_ops_t, memset),
+    ACCEL__REQ(accel_device_ops_t, stream_create),
+    ACCEL__REQ(accel_device_ops_t, stream_destroy),
+    ACCEL__REQ(accel_device_ops_t, stream_synchronize),
+    ACCEL__REQ(accel_device_ops_t, stream_query),
+    ACCEL__REQ(accel_device_ops_t, stream_wait_event),
+    ACCEL__REQ(accel_device_ops_t, event_create),
+    ACCEL__REQ(accel_device_ops_t, event_destroy),
+    ACCEL__REQ(accel_device_ops_t, event_record),
+    ACCEL__REQ(accel_device_ops_t, event_synchronize),
+    ACCEL__REQ(accel_device_ops_t, event_query),
+};
+
+// Returns the name of the first required entry of `table` that is NULL.
+static const char* accel__missing(const void* table,
+                                  const accel__required_t* required,
+                                  size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    void (*fn)(void);
+    memcpy(&fn, (const char*)table + required[i].offset, sizeof(fn));
+    if (fn == NULL) return required[i].name;
+  }
+  return NULL;
+}
+
+static bool accel__name_valid(const char* name) {
+  if (name == NULL || name[0] == '\0') return false;
+  size_t n = 0;
+  for (const char* p = name; *p != '\0'; p++, n++) {
+    bool ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              *p == '_';
+    if (!ok || n >= 31) return false;
+  }
+  return strcmp(name, "auto") != 0;
+}
+
+// Checks the descriptor and copies it and its ops into `plugin`, filling
+// optional entries with core defaults, so call sites never test for NULL
+// or versions.
+static bool accel__plugin_bind(accel__plugin_t* plugin,
+                               const accel_plugin_t* desc) {
+  if (desc == NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "accel_plugin_entry(%u) returned NULL: the plugin "
+                      "cannot serve plugin ABI %u",
+                      ACCEL_PLUGIN_ABI_VERSION, ACCEL_PLUGIN_ABI_VERSION);
+    return false;
+  }
+  plugin->abi_version = desc->abi_version;
+  if (desc->abi_version != ACCEL_PLUGIN_ABI_VERSION) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "plugin ABI %u, core ABI %u (major versions must "
+                      "match; rebuild the plugin against this SDK)",
+                      desc->abi_version, ACCEL_PLUGIN_ABI_VERSION);
+    return false;
+  }
+  if (desc->struct_size < ACCEL_PLUGIN_MIN_SIZE) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "accel_plugin_t is %u bytes, below the ABI 1.0 minimum "
+                      "of %zu",
+                      desc->struct_size, (size_t)ACCEL_PLUGIN_MIN_SIZE);
+    return false;
+  }
+  memset(&plugin->desc, 0, sizeof(plugin->desc));
+  memcpy(&plugin->desc, desc,
+         desc->struct_size < sizeof(plugin->desc) ? desc->struct_size
+                                                  : sizeof(plugin->desc));
+  plugin->desc.struct_size = sizeof(plugin->desc);
+  desc = &plugin->desc;
+
+  if (!accel__name_valid(desc->name)) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "invalid plugin name '%.40s': want 1 to 31 characters "
+                      "of [a-z0-9_], not 'auto'",
+                      desc->name != NULL ? desc->name : "(null)");
+    return false;
+  }
+  free(plugin->name);
+  free(plugin->version);
+  plugin->name = accel__strdup(desc->name);
+  plugin->version = accel__strdup(desc->version != NULL ? desc->version : "");
+  plugin->priority = desc->priority;
+  if (plugin->name == NULL || plugin->version == NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_OUT_OF_MEMORY, "out of memory");
+    return false;
+  }
+
+  const char* missing =
+      accel__missing(desc, accel__plugin_required,
+                     sizeof(accel__plugin_required) /
+                         sizeof(accel__plugin_required[0]));
+  if (missing != NULL || desc->device_ops == NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "required entry plugin.%s is NULL",
+                      missing != NULL ? missing : "device_ops");
+    return false;
+  }
+  const accel_device_ops_t* ops = desc->device_ops;
+  if (ops->struct_size < ACCEL_DEVICE_OPS_MIN_SIZE) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "device_ops is %u bytes, below the ABI 1.0 minimum of "
+                      "%zu",
+                      ops->struct_size, (size_t)ACCEL_DEVICE_OPS_MIN_SIZE);
+    return false;
+  }
+  memset(&plugin->ops, 0, sizeof(plugin->ops));
+  memcpy(&plugin->ops, ops,
+         ops->struct_size < sizeof(plugin->ops) ? ops->struct_size
+                                                : sizeof(plugin->ops));
+  plugin->ops.struct_size = sizeof(plugin->ops);
+  accel_device_ops_t* o = &plugin->ops;
+
+  missing = accel__missing(o, accel__ops_required,
+                           sizeof(accel__ops_required) /
+                               sizeof(accel__ops_required[0]));
+  if (missing != NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "required entry device_ops.%s is NULL", missing);
+    return false;
+  }
+  if ((o->host_alloc == NULL) != (o->host_free == NULL)) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "device_ops.host_alloc and host_free must be set "
+                      "together");
+    return false;
+  }
+  int module_entries = (o->module_load != NULL) + (o->module_unload != NULL) +
+                       (o->module_function != NULL) + (o->launch != NULL);
+  if (module_entries != 0 && module_entries != 4) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "device_ops.module_load, module_unload, "
+                      "module_function and launch must be set together");
+    return false;
+  }
+
+  plugin->has_pinned = o->host_alloc != NULL;
+  plugin->has_timing = o->event_elapsed_ms != NULL;
+  plugin->has_kernels = module_entries == 4;
+  if (o->host_alloc == NULL) {
+    o->host_alloc = accel__default_host_alloc;
+    o->host_free = accel__default_host_free;
+  }
+  if (o->can_access_peer == NULL) {
+    o->can_access_peer = accel__default_can_access_peer;
+  }
+  if (o->event_elapsed_ms == NULL) o->event_elapsed_ms = accel__default_elapsed;
+  if (!plugin->has_kernels) {
+    o->module_load = accel__default_module_load;
+    o->module_unload = accel__default_module_unload;
+    o->module_function = accel__default_module_function;
+    o->launch = accel__default_launch;
+  }
+  plugin->copy_peer = o->copy_peer != NULL ? accel__copy_peer_native
+                                           : accel__copy_peer_staged;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Stages.
+// ---------------------------------------------------------------------------
+
+// Returns the first plugin before `plugin` in the report that owns `name`.
+static accel__plugin_t* accel__name_owner(const accel__plugin_t* plugin,
+                                          const char* name) {
+  for (size_t i = 0; i < accel__state.plugin_count; i++) {
+    accel__plugin_t* other = accel__state.plugins[i];
+    if (other == plugin) break;
+    // Negotiated plugins own their name even if load() failed later, so a
+    // named backend always resolves to the first file that claimed it.
+    if (other->stage >= ACCEL_PLUGIN_STAGE_NEGOTIATED && other->name != NULL &&
+        strcmp(other->name, name) == 0) {
+      return other;
+    }
+  }
+  return NULL;
+}
+
+static void accel__plugin_close(accel__plugin_t* plugin) {
+  if (plugin->loaded) {
+    plugin->desc.unload(plugin->state);
+    plugin->loaded = false;
+    plugin->state = NULL;
+  }
+  if (plugin->dl != NULL) {
+    dlclose(plugin->dl);
+    plugin->dl = NULL;
+  }
+}
+
+static void accel__plugin_log_outcome(const accel__plugin_t* plugin) {
+  if (plugin->status == ACCEL_OK) {
+    accel__log(ACCEL_LOG_DEBUG, "%s: loaded plugin '%s' %s with %u device(s)",
+               plugin->path, plugin->name, plugin->version,
+               plugin->device_count);
+  } else if (plugin->status == ACCEL_ERROR_UNAVAILABLE) {
+    accel__log(ACCEL_LOG_INFO, "%s: plugin '%s' unavailable: %s", plugin->path,
+               plugin->name != NULL ? plugin->name : "?", plugin->message);
+  } else if (plugin->status == ACCEL_ERROR_NOT_FOUND) {
+    accel__log(ACCEL_LOG_DEBUG, "%s: skipped: %s", plugin->path,
+               plugin->message);
+  } else {
+    accel__log(ACCEL_LOG_WARN, "%s: plugin rejected (%s): %s", plugin->path,
+               accel_status_string(plugin->status), plugin->message);
+  }
+}
+
+// Runs the stages after dlopen. Returns with the report filled in.
+static void accel__plugin_stages(accel__plugin_t* plugin) {
+  void* sym = dlsym(plugin->dl, ACCEL_PLUGIN_ENTRY_NAME);
+  if (sym == NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "not an accel plugin: no " ACCEL_PLUGIN_ENTRY_NAME
+                      " symbol");
+    return;
+  }
+  accel_plugin_entry_fn_t entry;
+  memcpy(&entry, &sym, sizeof(entry));  // POSIX: dlsym gives code addresses
+  const accel_plugin_t* desc = entry(ACCEL_PLUGIN_ABI_VERSION);
+  plugin->stage = ACCEL_PLUGIN_STAGE_ENTRY;
+  if (!accel__plugin_bind(plugin, desc)) return;
+
+  accel__plugin_t* owner = accel__name_owner(plugin, plugin->name);
+  if (owner != NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_NOT_FOUND,
+                      "shadowed: a plugin named '%s' is already loaded from "
+                      "%s",
+                      plugin->name, owner->path);
+    return;
+  }
+  plugin->stage = ACCEL_PLUGIN_STAGE_NEGOTIATED;
+
+  accel__host_init(&plugin->host, plugin);
+  accel__fail(ACCEL_OK, "%s", "");
+  accel_status_t status = plugin->desc.load(&plugin->host.host,
+                                            &plugin->state);
+  if (status != ACCEL_OK) {
+    plugin->state = NULL;
+    accel__plugin_set(plugin, status, "load failed: %s",
+                      accel_last_error()[0] != '\0' ? accel_last_error()
+                                                    : "no reason given");
+    return;
+  }
+  plugin->loaded = true;
+
+  uint32_t count = 0;
+  accel__fail(ACCEL_OK, "%s", "");
+  status = plugin->desc.device_count(plugin->state, &count);
+  plugin->stage = ACCEL_PLUGIN_STAGE_INITIALISED;
+  if (status != ACCEL_OK) {
+    accel__plugin_set(plugin, status, "%s",
+                      accel_last_error()[0] != '\0' ? accel_last_error()
+                                                    : "device_count failed");
+    return;
+  }
+  if (count > 0) {
+    plugin->devices = calloc(count, sizeof(*plugin->devices));
+    if (plugin->devices == NULL) {
+      accel__plugin_set(plugin, ACCEL_ERROR_OUT_OF_MEMORY,
+                        "out of memory for %u devices", count);
+      return;
+    }
+  }
+  plugin->device_count = count;
+  accel__plugin_set(plugin, ACCEL_OK, "%s", "");
+}
+
+void accel__plugin_load(accel__plugin_t* plugin) {
+  // Loading must not disturb the caller's last error.
+  char saved[1024];
+  snprintf(saved, sizeof(saved), "%s", accel_last_error());
+
+  plugin->stage = ACCEL_PLUGIN_STAGE_FOUND;
+  dlerror();
+  plugin->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
+  if (plugin->dl == NULL) {
+    const char* why = dlerror();
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE, "dlopen failed: %s",
+                      why != NULL ? why : "unknown error");
+  } else {
+    plugin->stage = ACCEL_PLUGIN_STAGE_OPENED;
+    accel__plugin_stages(plugin);
+    // Only a usable plugin stays open; the report keeps what the others
+    // said about themselves.
+    if (plugin->status != ACCEL_OK) accel__plugin_close(plugin);
+  }
+  if (plugin->message == NULL) plugin->message = accel__strdup("");
+  accel__plugin_log_outcome(plugin);
+  accel__fail(ACCEL_OK, "%s", saved);
+}
+
+void accel__plugin_destroy(accel__plugin_t* plugin) {
+  if (plugin == NULL) return;
+  accel__plugin_close(plugin);
+  free(plugin->devices);
+  free(plugin->path);
+  free(plugin->source);
+  free(plugin->message);
+  free(plugin->name);
+  free(plugin->version);
+  free(plugin);
+}

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+//
+// Streams: in-order asynchronous queues. The core checks devices and bounds
+// and hands the work to the plugin, which enqueues it.
+#include <stdlib.h>
+
+#include "internal.h"
+
+accel_status_t accel_stream_create(accel_device_t* device,
+                                   accel_stream_flags_t flags,
+                                   accel_stream_t** out_stream) {
+  if (out_stream != NULL) *out_stream = NULL;
+  if (device == NULL || out_stream == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_stream_create: device and out_stream are "
+                       "required");
+  }
+  if (flags != 0) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_stream_create: unknown flags 0x%x", flags);
+  }
+  accel_stream_t* stream = calloc(1, sizeof(*stream));
+  if (stream == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "stream handle");
+  }
+  accel_status_t status =
+      device->ops->stream_create(device->impl, flags, &stream->impl);
+  if (status != ACCEL_OK) {
+    free(stream);
+    return status;
+  }
+  atomic_init(&stream->refs, 1);
+  stream->device = device;
+  accel_device_retain(device);
+  *out_stream = stream;
+  return ACCEL_OK;
+}
+
+void accel_stream_retain(accel_stream_t* stream) {
+  if (stream != NULL) atomic_fetch_add(&stream->refs, 1);
+}
+
+void accel_stream_release(accel_stream_t* stream) {
+  if (stream == NULL || atomic_fetch_sub(&stream->refs, 1) != 1) return;
+  accel_device_t* device = stream->device;
+  device->ops->stream_destroy(stream->impl);
+  free(stream);
+  accel_device_release(device);
+}
+
+accel_device_t* accel_stream_device(const accel_stream_t* stream) {
+  return stream != NULL ? stream->device : NULL;
+}
+
+accel_status_t accel_stream_synchronize(accel_stream_t* stream) {
+  if (stream == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_stream_synchronize: stream is NULL");
+  }
+  return stream->device->ops->stream_synchronize(stream->impl);
+}
+
+accel_status_t accel_stream_query(accel_stream_t* stream, bool* out_done) {
+  if (out_done != NULL) *out_done = false;
+  if (stream == NULL || out_done == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_stream_query: stream and out_done are required");
+  }
+  return stream->device->ops->stream_query(stream->impl, out_done);
+}
+
+accel_status_t accel_stream_wait_event(accel_stream_t* stream,
+                                       accel_event_t* event) {
+  if (stream == NULL || event == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_stream_wait_event: stream and event are "
+                       "required");
+  }
+  if (stream->device->plugin != event->device->plugin) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_stream_wait_event: the stream is on %s but the "
+                       "event is on %s, another backend",
+                       stream->device->uri, event->device->uri);
+  }
+  return stream->device->ops->stream_wait_event(stream->impl, event->impl);
+}
+
+// Checks that `buffer` is on the stream's device; `operand` names it.
+static accel_status_t accel__check_device(const char* what,
+                                          const char* operand,
+                                          const accel_stream_t* stream,
+                                          const accel_buffer_t* buffer) {
+  if (buffer->device != stream->device) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: %s buffer is on %s but the stream is on %s", what,
+                       operand, buffer->device->uri, stream->device->uri);
+  }
+  return ACCEL_OK;
+}
+
+// Common checks for a stream operation on `buffer`.
+static accel_status_t accel__check_stream_op(const char* what,
+                                             const char* operand,
+                                             const accel_stream_t* stream,
+                                             const accel_buffer_t* buffer,
+                                             size_t offset, size_t size) {
+  if (stream == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: stream is NULL",
+                       what);
+  }
+  accel_status_t status =
+      accel__check_range(what, operand, buffer, offset, size);
+  if (status != ACCEL_OK) return status;
+  return accel__check_device(what, operand, stream, buffer);
+}
+
+accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
+                                         accel_buffer_t* dst,
+                                         size_t dst_offset, const void* src,
+                                         size_t size) {
+  static const char what[] = "accel_stream_write_buffer";
+  accel_status_t status =
+      accel__check_stream_op(what, "dst", stream, dst, dst_offset, size);
+  if (status != ACCEL_OK) return status;
+  if (src == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: src is NULL", what);
+  }
+  accel_device_t* d = stream->device;
+  return d->ops->copy_h2d(d->impl, stream->impl, dst->impl, dst_offset, src,
+                          size);
+}
+
+accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
+                                        accel_buffer_t* src,
+                                        size_t src_offset, void* dst,
+                                        size_t size) {
+  static const char what[] = "accel_stream_read_buffer";
+  accel_status_t status =
+      accel__check_stream_op(what, "src", stream, src, src_offset, size);
+  if (status != ACCEL_OK) return status;
+  if (dst == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", what);
+  }
+  accel_device_t* d = stream->device;
+  return d->ops->copy_d2h(d->impl, stream->impl, dst, src->impl, src_offset,
+                          size);
+}
+
+accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
+                                        accel_buffer_t* dst,
+                                        size_t dst_offset,
+                                        accel_buffer_t* src,
+                                        size_t src_offset, size_t size) {
+  static const char what[] = "accel_stream_copy_buffer";
+  accel_status_t status =
+      accel__check_stream_op(what, "dst", stream, dst, dst_offset, size);
+  if (status == ACCEL_OK) {
+    status = accel__check_range(what, "src", src, src_offset, size);
+  }
+  if (status != ACCEL_OK) return status;
+  accel_device_t* d = stream->device;
+  accel_device_t* s = src->device;
+  if (s == d) {
+    return d->ops->copy_d2d(d->impl, stream->impl, dst->impl, dst_offset,
+                            src->impl, src_offset, size);
+  }
+  if (s->plugin != d->plugin) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: src buffer is on %s, another backend than the "
+                       "stream's %s; use accel_buffer_copy()",
+                       what, s->uri, d->uri);
+  }
+  return d->plugin->copy_peer(d->plugin, d->impl, stream->impl, dst->impl,
+                              dst_offset, s->impl, src->impl, src_offset,
+                              size);
+}
+
+accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,
+                                        accel_buffer_t* dst, size_t offset,
+                                        uint8_t value, size_t size) {
+  accel_status_t status = accel__check_stream_op(
+      "accel_stream_fill_buffer", "dst", stream, dst, offset, size);
+  if (status != ACCEL_OK) return status;
+  accel_device_t* d = stream->device;
+  return d->ops->memset(d->impl, stream->impl, dst->impl, offset, value, size);
+}
