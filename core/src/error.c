@@ -12,8 +12,10 @@ static _Thread_local char accel__message[1024];
 accel_status_t accel__vfail(accel_status_t status, const char* format,
                             va_list args) {
   vsnprintf(accel__message, sizeof(accel__message), format, args);
-  accel__log(ACCEL_LOG_DEBUG, "error %s: %s", accel_status_string(status),
-             accel__message);
+  if (status != ACCEL_OK) {
+    accel__log(ACCEL_LOG_DEBUG, "error %s: %s", accel_status_string(status),
+               accel__message);
+  }
   return status;
 }
 

@@ -235,7 +235,7 @@ static accel_status_t accel__select(const char* label, const char* spec,
 
 accel_status_t accel_device_select(const char* spec,
                                    accel_device_t** out_device) {
-  return accel__select("selection", spec, out_device);
+  return accel__select("spec", spec, out_device);
 }
 
 accel_status_t accel_device_default(accel_device_t** out_device) {
