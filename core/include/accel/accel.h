@@ -211,8 +211,11 @@ typedef struct accel_plugin_report {
   accel_origin_t origin;
   accel_plugin_stage_t stage;
   // ACCEL_OK: usable (possibly with 0 devices). ACCEL_ERROR_UNAVAILABLE:
-  // loaded, but its driver, runtime or device is missing. Other codes: the
-  // plugin is broken or was excluded (ACCEL_ERROR_NOT_FOUND for excluded).
+  // loaded, but its driver, runtime or device is missing.
+  // ACCEL_ERROR_NOT_FOUND: deliberately not used, not broken: at stage
+  // FOUND it was excluded by accel_options_t; at stage ENTRY it is
+  // shadowed by an earlier candidate with the same name. Other codes: the
+  // plugin is broken and `message` says why.
   accel_status_t status;
   const char* message;   // why, when status != ACCEL_OK; else ""
   const char* name;      // plugin name, once the entry ran
