@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+//
+// Pins the LP64 layout of every struct in <accel/plugin.h> and of the
+// public structs in <accel/accel.h>. The numbers were computed once and are
+// written out here on purpose: a plugin built against an older header must
+// find every existing field where it was, so a moved or resized field is an
+// ABI break and fails this test. Appending a field changes a sizeof: add
+// the new field's line below (that is the review point).
+#include <accel/accel.h>
+#include <accel/plugin.h>
+
+#include "test.h"
+
+static int layout_errors;
+
+static void layout_check(const char* what, size_t got, size_t expected) {
+  if (got != expected) {
+    fprintf(stderr, "  %s is %zu, expected %zu\n", what, got, expected);
+    layout_errors++;
+  }
+}
+
+#define SIZE(type, size) layout_check("sizeof(" #type ")", sizeof(type), size)
+#define FIELD(type, field, offset, size)                                    \
+  do {                                                                      \
+    layout_check("offsetof(" #type ", " #field ")", offsetof(type, field),  \
+                 offset);                                                   \
+    layout_check("sizeof(" #type "." #field ")", sizeof(((type*)0)->field), \
+                 size);                                                     \
+  } while (0)
+#define VALUE(constant, value) \
+  layout_check(#constant, (size_t)(constant), value)
+
+#define REQUIRE_LP64()                                                  \
+  do {                                                                  \
+    if (sizeof(void*) != 8 || sizeof(long) != 8 || sizeof(size_t) != 8) \
+      SKIP("the pinned numbers are for LP64 targets");                  \
+  } while (0)
+
+#define LAYOUT_BEGIN() layout_errors = 0
+#define LAYOUT_END() ASSERT_EQ(layout_errors, 0)
+
+TEST(host_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_host_t, 32);
+  FIELD(accel_host_t, struct_size, 0, 4);
+  FIELD(accel_host_t, abi_version, 4, 4);
+  FIELD(accel_host_t, fail, 8, 8);
+  FIELD(accel_host_t, log, 16, 8);
+  FIELD(accel_host_t, getenv, 24, 8);
+  LAYOUT_END();
+}
+
+TEST(device_props_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_plugin_device_props_t, 784);
+  FIELD(accel_plugin_device_props_t, struct_size, 0, 4);
+  FIELD(accel_plugin_device_props_t, type, 4, 4);
+  FIELD(accel_plugin_device_props_t, name, 8, 256);
+  FIELD(accel_plugin_device_props_t, vendor, 264, 64);
+  FIELD(accel_plugin_device_props_t, arch, 328, 64);
+  FIELD(accel_plugin_device_props_t, total_memory, 392, 8);
+  FIELD(accel_plugin_device_props_t, compute_units, 400, 4);
+  FIELD(accel_plugin_device_props_t, max_threads_per_block, 404, 4);
+  FIELD(accel_plugin_device_props_t, simd_width, 408, 4);
+  FIELD(accel_plugin_device_props_t, caps, 412, 4);
+  FIELD(accel_plugin_device_props_t, uuid, 416, 16);
+  FIELD(accel_plugin_device_props_t, pci_bus_id, 432, 32);
+  FIELD(accel_plugin_device_props_t, features, 464, 256);
+  FIELD(accel_plugin_device_props_t, driver_version, 720, 64);
+  LAYOUT_END();
+}
+
+TEST(launch_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_plugin_arg_t, 32);
+  FIELD(accel_plugin_arg_t, kind, 0, 4);
+  FIELD(accel_plugin_arg_t, size, 4, 4);
+  FIELD(accel_plugin_arg_t, value, 8, 8);
+  FIELD(accel_plugin_arg_t, mem, 16, 8);
+  FIELD(accel_plugin_arg_t, offset, 24, 8);
+  SIZE(accel_plugin_launch_t, 48);
+  FIELD(accel_plugin_launch_t, struct_size, 0, 4);
+  FIELD(accel_plugin_launch_t, grid, 4, 12);
+  FIELD(accel_plugin_launch_t, block, 16, 12);
+  FIELD(accel_plugin_launch_t, shared_mem_bytes, 28, 4);
+  FIELD(accel_plugin_launch_t, num_args, 32, 4);
+  FIELD(accel_plugin_launch_t, args, 40, 8);
+  LAYOUT_END();
+}
+
+TEST(device_ops_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_device_ops_t, 224);
+  FIELD(accel_device_ops_t, struct_size, 0, 4);
+  FIELD(accel_device_ops_t, query_props, 8, 8);
+  FIELD(accel_device_ops_t, mem_info, 16, 8);
+  FIELD(accel_device_ops_t, mem_alloc, 24, 8);
+  FIELD(accel_device_ops_t, mem_free, 32, 8);
+  FIELD(accel_device_ops_t, host_alloc, 40, 8);
+  FIELD(accel_device_ops_t, host_free, 48, 8);
+  FIELD(accel_device_ops_t, copy_h2d, 56, 8);
+  FIELD(accel_device_ops_t, copy_d2h, 64, 8);
+  FIELD(accel_device_ops_t, copy_d2d, 72, 8);
+  FIELD(accel_device_ops_t, copy_peer, 80, 8);
+  FIELD(accel_device_ops_t, can_access_peer, 88, 8);
+  FIELD(accel_device_ops_t, memset, 96, 8);
+  FIELD(accel_device_ops_t, stream_create, 104, 8);
+  FIELD(accel_device_ops_t, stream_destroy, 112, 8);
+  FIELD(accel_device_ops_t, stream_synchronize, 120, 8);
+  FIELD(accel_device_ops_t, stream_query, 128, 8);
+  FIELD(accel_device_ops_t, stream_wait_event, 136, 8);
+  FIELD(accel_device_ops_t, event_create, 144, 8);
+  FIELD(accel_device_ops_t, event_destroy, 152, 8);
+  FIELD(accel_device_ops_t, event_record, 160, 8);
+  FIELD(accel_device_ops_t, event_synchronize, 168, 8);
+  FIELD(accel_device_ops_t, event_query, 176, 8);
+  FIELD(accel_device_ops_t, event_elapsed_ms, 184, 8);
+  FIELD(accel_device_ops_t, module_load, 192, 8);
+  FIELD(accel_device_ops_t, module_unload, 200, 8);
+  FIELD(accel_device_ops_t, module_function, 208, 8);
+  FIELD(accel_device_ops_t, launch, 216, 8);
+  LAYOUT_END();
+}
+
+TEST(plugin_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_plugin_t, 80);
+  FIELD(accel_plugin_t, abi_version, 0, 4);
+  FIELD(accel_plugin_t, struct_size, 4, 4);
+  FIELD(accel_plugin_t, name, 8, 8);
+  FIELD(accel_plugin_t, version, 16, 8);
+  FIELD(accel_plugin_t, priority, 24, 4);
+  FIELD(accel_plugin_t, load, 32, 8);
+  FIELD(accel_plugin_t, unload, 40, 8);
+  FIELD(accel_plugin_t, device_count, 48, 8);
+  FIELD(accel_plugin_t, device_open, 56, 8);
+  FIELD(accel_plugin_t, device_close, 64, 8);
+  FIELD(accel_plugin_t, device_ops, 72, 8);
+  LAYOUT_END();
+}
+
+// The ABI 1.0 minimums never change: every ABI 1.x core accepts a plugin
+// built with the 1.0 header.
+TEST(abi_constants) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  VALUE(ACCEL_PLUGIN_ABI_VERSION, 1);
+  VALUE(ACCEL_DEVICE_OPS_MIN_SIZE, 184);
+  VALUE(ACCEL_PLUGIN_MIN_SIZE, 80);
+  LAYOUT_END();
+  ASSERT_STR_EQ(ACCEL_PLUGIN_ENTRY_NAME, "accel_plugin_entry");
+  // ACCEL_PLUGIN_HAS_FIELD: a table cut just after `caps` has caps, not
+  // uuid.
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size =
+      (uint32_t)(offsetof(accel_plugin_device_props_t, caps) + 4);
+  ASSERT(ACCEL_PLUGIN_HAS_FIELD(&props, accel_plugin_device_props_t, caps));
+  ASSERT(!ACCEL_PLUGIN_HAS_FIELD(&props, accel_plugin_device_props_t, uuid));
+}
+
+TEST(enum_values) {
+  LAYOUT_BEGIN();
+  VALUE(ACCEL_PLUGIN_ARG_VALUE, 0);
+  VALUE(ACCEL_PLUGIN_ARG_BUFFER, 1);
+  VALUE(ACCEL_PLUGIN_ARG_KIND_MAX_ENUM, 0x7fffffff);
+  VALUE(ACCEL_ORIGIN_API, 0);
+  VALUE(ACCEL_ORIGIN_ENV, 1);
+  VALUE(ACCEL_ORIGIN_INSTALL_DIR, 2);
+  VALUE(ACCEL_ORIGIN_MAX_ENUM, 0x7fffffff);
+  VALUE(ACCEL_PLUGIN_STAGE_FOUND, 0);
+  VALUE(ACCEL_PLUGIN_STAGE_OPENED, 1);
+  VALUE(ACCEL_PLUGIN_STAGE_ENTRY, 2);
+  VALUE(ACCEL_PLUGIN_STAGE_NEGOTIATED, 3);
+  VALUE(ACCEL_PLUGIN_STAGE_INITIALISED, 4);
+  VALUE(ACCEL_PLUGIN_STAGE_MAX_ENUM, 0x7fffffff);
+  SIZE(accel_plugin_arg_kind_t, 4);
+  SIZE(accel_origin_t, 4);
+  SIZE(accel_plugin_stage_t, 4);
+  LAYOUT_END();
+  // The shared enums are pinned in test_shared_types.c.
+}
+
+TEST(public_device_info_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_device_info_t, 880);
+  FIELD(accel_device_info_t, struct_size, 0, 4);
+  FIELD(accel_device_info_t, type, 4, 4);
+  FIELD(accel_device_info_t, uri, 8, 48);
+  FIELD(accel_device_info_t, backend, 56, 32);
+  FIELD(accel_device_info_t, index, 88, 4);
+  FIELD(accel_device_info_t, name, 92, 256);
+  FIELD(accel_device_info_t, vendor, 348, 64);
+  FIELD(accel_device_info_t, arch, 412, 64);
+  FIELD(accel_device_info_t, total_memory, 480, 8);
+  FIELD(accel_device_info_t, free_memory, 488, 8);
+  FIELD(accel_device_info_t, compute_units, 496, 4);
+  FIELD(accel_device_info_t, max_threads_per_block, 500, 4);
+  FIELD(accel_device_info_t, simd_width, 504, 4);
+  FIELD(accel_device_info_t, caps, 508, 4);
+  FIELD(accel_device_info_t, uuid, 512, 16);
+  FIELD(accel_device_info_t, pci_bus_id, 528, 32);
+  FIELD(accel_device_info_t, features, 560, 256);
+  FIELD(accel_device_info_t, driver_version, 816, 64);
+  LAYOUT_END();
+}
+
+TEST(public_plugin_report_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_plugin_report_t, 80);
+  FIELD(accel_plugin_report_t, struct_size, 0, 4);
+  FIELD(accel_plugin_report_t, path, 8, 8);
+  FIELD(accel_plugin_report_t, source, 16, 8);
+  FIELD(accel_plugin_report_t, origin, 24, 4);
+  FIELD(accel_plugin_report_t, stage, 28, 4);
+  FIELD(accel_plugin_report_t, status, 32, 4);
+  FIELD(accel_plugin_report_t, message, 40, 8);
+  FIELD(accel_plugin_report_t, name, 48, 8);
+  FIELD(accel_plugin_report_t, version, 56, 8);
+  FIELD(accel_plugin_report_t, abi_version, 64, 4);
+  FIELD(accel_plugin_report_t, device_count, 68, 4);
+  FIELD(accel_plugin_report_t, priority, 72, 4);
+  LAYOUT_END();
+}
+
+TEST(public_options_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_options_t, 56);
+  FIELD(accel_options_t, struct_size, 0, 4);
+  FIELD(accel_options_t, plugin_path, 8, 8);
+  FIELD(accel_options_t, ignore_env_path, 16, 1);
+  FIELD(accel_options_t, ignore_install_dir, 17, 1);
+  FIELD(accel_options_t, exclude, 24, 8);
+  FIELD(accel_options_t, exclude_count, 32, 8);
+  FIELD(accel_options_t, probe, 40, 8);
+  FIELD(accel_options_t, probe_user_data, 48, 8);
+  LAYOUT_END();
+}
+
+int main(int argc, char** argv) { return test_main(argc, argv); }
