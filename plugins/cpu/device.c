@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+//
+// CPU devices: configuration from the environment, open/close, properties
+// and memory information.
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+// Parses a decimal count of ACCEL_CPU_DEVICES; false unless 1..64.
+static bool accel_cpu_parse_devices(const char* text, uint32_t* out_count) {
+  if (!isdigit((unsigned char)text[0]) || strlen(text) > 2) return false;
+  for (const char* p = text; *p != '\0'; p++) {
+    if (!isdigit((unsigned char)*p)) return false;
+  }
+  unsigned long value = strtoul(text, NULL, 10);
+  if (value < 1 || value > ACCEL_CPU_DEVICES_MAX) return false;
+  *out_count = (uint32_t)value;
+  return true;
+}
+
+// Parses ACCEL_CPU_MEMORY_LIMIT: a positive decimal byte count with an
+// optional K, M or G suffix (binary multiples, either case).
+static bool accel_cpu_parse_bytes(const char* text, uint64_t* out_bytes) {
+  if (!isdigit((unsigned char)text[0])) return false;
+  char* end = NULL;
+  errno = 0;
+  unsigned long long value = strtoull(text, &end, 10);
+  if (errno != 0) return false;
+  unsigned shift = 0;
+  switch (*end) {
+    case '\0':
+      break;
+    case 'k':
+    case 'K':
+      shift = 10;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      break;
+    default:
+      return false;
+  }
+  if (*end != '\0' && end[1] != '\0') return false;
+  if (value == 0 || value > (UINT64_MAX >> shift)) return false;
+  *out_bytes = (uint64_t)value << shift;
+  return true;
+}
+
+accel_status_t accel_cpu_plugin_configure(accel_cpu_plugin_t* plugin) {
+  const accel_host_t* host = plugin->host;
+  accel_status_t status = ACCEL_OK;
+  pthread_mutex_lock(&plugin->mutex);
+  if (!plugin->configured) {
+    uint32_t count = ACCEL_CPU_DEVICES_DEFAULT;
+    uint64_t limit = 0;
+    // An empty value means unset, as for the core's own variables.
+    const char* devices = host->getenv(host, "ACCEL_CPU_DEVICES");
+    const char* memory = host->getenv(host, "ACCEL_CPU_MEMORY_LIMIT");
+    if (devices != NULL && devices[0] != '\0' &&
+        !accel_cpu_parse_devices(devices, &count)) {
+      status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                          "ACCEL_CPU_DEVICES='%s' is not a number between 1 "
+                          "and 64",
+                          devices);
+    } else if (memory != NULL && memory[0] != '\0' &&
+               !accel_cpu_parse_bytes(memory, &limit)) {
+      status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                          "ACCEL_CPU_MEMORY_LIMIT='%s' is not a positive "
+                          "byte count (digits with an optional K, M or G "
+                          "suffix)",
+                          memory);
+    } else {
+      plugin->device_count = count;
+      plugin->memory_limit = limit;
+      plugin->configured = true;
+      if (limit != 0) {
+        host->log(host, ACCEL_LOG_INFO,
+                  "cpu: memory limited to %llu bytes per device",
+                  (unsigned long long)limit);
+      }
+    }
+  }
+  pthread_mutex_unlock(&plugin->mutex);
+  return status;
+}
+
+accel_status_t accel_cpu_device_count(void* plugin_ptr, uint32_t* out_count) {
+  accel_cpu_plugin_t* plugin = plugin_ptr;
+  *out_count = 0;
+  accel_status_t status = accel_cpu_plugin_configure(plugin);
+  if (status != ACCEL_OK) return status;
+  *out_count = plugin->device_count;  // immutable once configured
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_device_open(void* plugin_ptr, uint32_t index,
+                                     void** out_device) {
+  accel_cpu_plugin_t* plugin = plugin_ptr;
+  const accel_host_t* host = plugin->host;
+  *out_device = NULL;
+  accel_status_t status = accel_cpu_plugin_configure(plugin);
+  if (status != ACCEL_OK) return status;
+  if (index >= plugin->device_count) {
+    return host->fail(host, ACCEL_ERROR_NOT_FOUND,
+                      "cpu:%u: backend cpu has %u device(s)", index,
+                      plugin->device_count);
+  }
+  accel_cpu_device_t* device = calloc(1, sizeof(*device));
+  if (device == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "cpu:%u: device state",
+                      index);
+  }
+  device->plugin = plugin;
+  device->host = host;
+  device->index = index;
+  device->memory_limit = plugin->memory_limit;
+  atomic_init(&device->allocated, 0);
+
+  accel_cpu_sysinfo_t info;
+  accel_cpu_sysinfo_read(&info);
+  memcpy(device->name, info.name, sizeof(device->name));
+  memcpy(device->vendor, info.vendor, sizeof(device->vendor));
+  memcpy(device->arch, info.arch, sizeof(device->arch));
+  memcpy(device->features, info.features, sizeof(device->features));
+  memcpy(device->driver_version, info.kernel, sizeof(device->driver_version));
+  device->simd_width = info.simd_width;
+  host->log(host, ACCEL_LOG_DEBUG, "cpu:%u: %s (%s, %s)", index, device->name,
+            device->arch, device->features);
+  *out_device = device;
+  return ACCEL_OK;
+}
+
+void accel_cpu_device_close(void* device_ptr) {
+  accel_cpu_device_t* device = device_ptr;
+  if (device == NULL) return;
+  uint64_t leaked = atomic_load(&device->allocated);
+  if (leaked != 0) {
+    device->host->log(device->host, ACCEL_LOG_WARN,
+                      "cpu:%u: closed with %llu bytes still allocated",
+                      device->index, (unsigned long long)leaked);
+  }
+  free(device);
+}
+
+// Writes `src` into the props string field `dst` of `size` bytes when the
+// field fits in the caller's struct. Truncates; always NUL-terminates.
+#define ACCEL_CPU_PROPS_STRING(props, field, src)                            \
+  do {                                                                       \
+    if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, field)) { \
+      size_t n_ = strlen(src);                                               \
+      if (n_ >= sizeof((props)->field)) n_ = sizeof((props)->field) - 1;     \
+      memcpy((props)->field, (src), n_);                                     \
+      (props)->field[n_] = '\0';                                             \
+    }                                                                        \
+  } while (0)
+
+// Writes a scalar props field when it fits in the caller's struct.
+#define ACCEL_CPU_PROPS_SET(props, field, value)                           \
+  do {                                                                     \
+    if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, field)) \
+      (props)->field = (value);                                            \
+  } while (0)
+
+// Total memory of a device: physical memory (within the cgroup limit),
+// lowered to ACCEL_CPU_MEMORY_LIMIT when set.
+static uint64_t accel_cpu_device_total(const accel_cpu_device_t* device) {
+  uint64_t total = accel_cpu_sysinfo_total_memory();
+  if (device->memory_limit != 0 && device->memory_limit < total) {
+    total = device->memory_limit;
+  }
+  return total;
+}
+
+accel_status_t accel_cpu_device_query_props(
+    void* device_ptr, accel_plugin_device_props_t* props) {
+  const accel_cpu_device_t* device = device_ptr;
+  // F16 and BF16 are storage formats the CPU kernels convert in software;
+  // PEER_ACCESS: see plugin.c. No PINNED_MEMORY, no KERNELS yet.
+  accel_device_caps_t caps = ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 |
+                             ACCEL_DEVICE_CAP_PEER_ACCESS |
+                             ACCEL_DEVICE_CAP_EVENT_TIMING;
+  ACCEL_CPU_PROPS_SET(props, type, ACCEL_DEVICE_TYPE_CPU);
+  ACCEL_CPU_PROPS_STRING(props, name, device->name);
+  ACCEL_CPU_PROPS_STRING(props, vendor, device->vendor);
+  ACCEL_CPU_PROPS_STRING(props, arch, device->arch);
+  ACCEL_CPU_PROPS_SET(props, total_memory, accel_cpu_device_total(device));
+  ACCEL_CPU_PROPS_SET(props, compute_units, accel_cpu_sysinfo_usable_cpus());
+  ACCEL_CPU_PROPS_SET(props, max_threads_per_block, 1u);
+  ACCEL_CPU_PROPS_SET(props, simd_width, device->simd_width);
+  ACCEL_CPU_PROPS_SET(props, caps, caps);
+  // uuid stays zero (unknown) and pci_bus_id empty: the core zeroed them.
+  ACCEL_CPU_PROPS_STRING(props, features, device->features);
+  ACCEL_CPU_PROPS_STRING(props, driver_version, device->driver_version);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_device_mem_info(void* device_ptr, uint64_t* out_free,
+                                         uint64_t* out_total) {
+  accel_cpu_device_t* device = device_ptr;
+  uint64_t total = accel_cpu_device_total(device);
+  uint64_t free_bytes = accel_cpu_sysinfo_available_memory();
+  if (device->memory_limit != 0) {
+    uint64_t allocated = atomic_load(&device->allocated);
+    uint64_t room =
+        allocated < device->memory_limit ? device->memory_limit - allocated : 0;
+    if (room < free_bytes) free_bytes = room;
+  }
+  if (free_bytes > total) free_bytes = total;
+  *out_free = free_bytes;
+  *out_total = total;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_device_can_access_peer(void* device, void* peer_device,
+                                                bool* out_can) {
+  // Every cpu device shares the host's address space.
+  *out_can = device != peer_device;
+  return ACCEL_OK;
+}
