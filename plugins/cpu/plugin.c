@@ -1,11 +1,5 @@
 // SPDX-License-Identifier: MIT
 //
-// NOTE: the CPU plugin's original plugin.c was overwritten by accident
-// (by the install/docs helper, around 07:40) with a stub that returned
-// NULL. This file restores a working entry point and descriptor from the
-// declarations in cpu.h; the CPU plugin's author should check it against
-// their original and replace it as they see fit.
-//
 // The CPU plugin: every device runs on the host. This file holds the entry
 // point, the descriptor and the plugin state (load/unload); the rest lives
 // in the files listed in cpu.h.
