@@ -40,44 +40,44 @@ static inline void test_register(const char* name, test_fn_t fn) {
   }
 }
 
-#define TEST(name)                                                  \
-  static void test_##name(test_result_t* test_result_);             \
-  __attribute__((constructor)) static void test_reg_##name(void) {  \
-    test_register(#name, test_##name);                              \
-  }                                                                 \
+#define TEST(name)                                                 \
+  static void test_##name(test_result_t* test_result_);            \
+  __attribute__((constructor)) static void test_reg_##name(void) { \
+    test_register(#name, test_##name);                             \
+  }                                                                \
   static void test_##name(test_result_t* test_result_)
 
 // Marks the running test skipped with a reason and returns from it.
-#define SKIP(...)                                       \
-  do {                                                  \
-    printf("  skip: ");                                 \
-    printf(__VA_ARGS__);                                \
-    printf("\n");                                       \
-    *test_result_ = TEST_SKIP;                          \
-    return;                                             \
+#define SKIP(...)              \
+  do {                         \
+    printf("  skip: ");        \
+    printf(__VA_ARGS__);       \
+    printf("\n");              \
+    *test_result_ = TEST_SKIP; \
+    return;                    \
   } while (0)
 
-#define TEST_FAIL_AT_(...)                                        \
-  do {                                                            \
-    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);             \
-    fprintf(stderr, __VA_ARGS__);                                 \
-    fprintf(stderr, "\n");                                        \
-    *test_result_ = TEST_FAIL;                                    \
-    return;                                                       \
+#define TEST_FAIL_AT_(...)                            \
+  do {                                                \
+    fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__);                     \
+    fprintf(stderr, "\n");                            \
+    *test_result_ = TEST_FAIL;                        \
+    return;                                           \
   } while (0)
 
-#define ASSERT(expr)                                 \
-  do {                                               \
+#define ASSERT(expr)                                        \
+  do {                                                      \
     if (!(expr)) TEST_FAIL_AT_("ASSERT(%s) failed", #expr); \
   } while (0)
 
-#define ASSERT_INT_OP_(a, op, b)                                          \
-  do {                                                                    \
-    intmax_t a_ = (intmax_t)(a);                                          \
-    intmax_t b_ = (intmax_t)(b);                                          \
-    if (!(a_ op b_))                                                      \
-      TEST_FAIL_AT_("ASSERT(%s %s %s) failed: %jd vs %jd", #a, #op, #b, \
-                    a_, b_);                                              \
+#define ASSERT_INT_OP_(a, op, b)                                            \
+  do {                                                                      \
+    intmax_t a_ = (intmax_t)(a);                                            \
+    intmax_t b_ = (intmax_t)(b);                                            \
+    if (!(a_ op b_))                                                        \
+      TEST_FAIL_AT_("ASSERT(%s %s %s) failed: %jd vs %jd", #a, #op, #b, a_, \
+                    b_);                                                    \
   } while (0)
 
 #define ASSERT_EQ(a, b) ASSERT_INT_OP_(a, ==, b)
@@ -87,59 +87,59 @@ static inline void test_register(const char* name, test_fn_t fn) {
 #define ASSERT_GT(a, b) ASSERT_INT_OP_(a, >, b)
 #define ASSERT_GE(a, b) ASSERT_INT_OP_(a, >=, b)
 
-#define ASSERT_NULL(p) \
-  do {                 \
+#define ASSERT_NULL(p)                                               \
+  do {                                                               \
     if ((p) != NULL) TEST_FAIL_AT_("ASSERT(%s == NULL) failed", #p); \
   } while (0)
-#define ASSERT_NOT_NULL(p) \
-  do {                     \
+#define ASSERT_NOT_NULL(p)                                           \
+  do {                                                               \
     if ((p) == NULL) TEST_FAIL_AT_("ASSERT(%s != NULL) failed", #p); \
   } while (0)
 
-#define ASSERT_STR_EQ(a, b)                                                \
-  do {                                                                     \
-    const char* a_ = (a);                                                  \
-    const char* b_ = (b);                                                  \
-    if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0)                   \
-      TEST_FAIL_AT_("ASSERT_STR_EQ(%s, %s) failed: \"%s\" vs \"%s\"", #a, \
-                    #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)");           \
+#define ASSERT_STR_EQ(a, b)                                                   \
+  do {                                                                        \
+    const char* a_ = (a);                                                     \
+    const char* b_ = (b);                                                     \
+    if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0)                      \
+      TEST_FAIL_AT_("ASSERT_STR_EQ(%s, %s) failed: \"%s\" vs \"%s\"", #a, #b, \
+                    a_ ? a_ : "(null)", b_ ? b_ : "(null)");                  \
   } while (0)
 
 // Asserts that string `hay` contains `needle`.
-#define ASSERT_STR_CONTAINS(hay, needle)                                    \
-  do {                                                                      \
-    const char* h_ = (hay);                                                 \
-    const char* n_ = (needle);                                              \
-    if (h_ == NULL || strstr(h_, n_) == NULL)                               \
+#define ASSERT_STR_CONTAINS(hay, needle)                                       \
+  do {                                                                         \
+    const char* h_ = (hay);                                                    \
+    const char* n_ = (needle);                                                 \
+    if (h_ == NULL || strstr(h_, n_) == NULL)                                  \
       TEST_FAIL_AT_("ASSERT_STR_CONTAINS(%s, %s) failed: \"%s\" lacks \"%s\"", \
-                    #hay, #needle, h_ ? h_ : "(null)", n_);                 \
+                    #hay, #needle, h_ ? h_ : "(null)", n_);                    \
   } while (0)
 
-#define ASSERT_MEM_EQ(a, b, n)                                           \
-  do {                                                                   \
-    if (memcmp((a), (b), (n)) != 0)                                      \
-      TEST_FAIL_AT_("ASSERT_MEM_EQ(%s, %s, %s) failed", #a, #b, #n);     \
+#define ASSERT_MEM_EQ(a, b, n)                                       \
+  do {                                                               \
+    if (memcmp((a), (b), (n)) != 0)                                  \
+      TEST_FAIL_AT_("ASSERT_MEM_EQ(%s, %s, %s) failed", #a, #b, #n); \
   } while (0)
 
 // Asserts a call returned ACCEL_OK, printing accel_last_error() otherwise.
 // Needs <accel/accel.h> included before use.
-#define ASSERT_OK(call)                                                     \
-  do {                                                                      \
-    int s_ = (int)(call);                                                   \
-    if (s_ != 0)                                                            \
-      TEST_FAIL_AT_("%s returned %s: %s", #call,                            \
-                    accel_status_string((accel_status_t)s_),                \
-                    accel_last_error());                                    \
+#define ASSERT_OK(call)                                      \
+  do {                                                       \
+    int s_ = (int)(call);                                    \
+    if (s_ != 0)                                             \
+      TEST_FAIL_AT_("%s returned %s: %s", #call,             \
+                    accel_status_string((accel_status_t)s_), \
+                    accel_last_error());                     \
   } while (0)
 
 // Asserts a call returned `status`.
-#define ASSERT_STATUS(call, status)                                       \
-  do {                                                                    \
-    int s_ = (int)(call);                                                 \
-    if (s_ != (int)(status))                                              \
-      TEST_FAIL_AT_("%s returned %s, expected %s (%s)", #call,            \
-                    accel_status_string((accel_status_t)s_), #status,     \
-                    accel_last_error());                                  \
+#define ASSERT_STATUS(call, status)                                   \
+  do {                                                                \
+    int s_ = (int)(call);                                             \
+    if (s_ != (int)(status))                                          \
+      TEST_FAIL_AT_("%s returned %s, expected %s (%s)", #call,        \
+                    accel_status_string((accel_status_t)s_), #status, \
+                    accel_last_error());                              \
   } while (0)
 
 static inline int test_main(int argc, char** argv) {
@@ -154,7 +154,9 @@ static inline int test_main(int argc, char** argv) {
     if (result == TEST_FAIL) failed++;
     if (result == TEST_SKIP) skipped++;
     printf("[ %s ] %s\n",
-           result == TEST_PASS ? " OK " : result == TEST_SKIP ? "SKIP" : "FAIL",
+           result == TEST_PASS   ? " OK "
+           : result == TEST_SKIP ? "SKIP"
+                                 : "FAIL",
            test_registry[i].name);
   }
   printf("%d passed, %d failed, %d skipped\n", ran - failed - skipped, failed,

@@ -114,8 +114,8 @@ accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
   accel_status_t status =
       s->ops->copy_d2h(s->impl, NULL, bounce, src->impl, src_offset, size);
   if (status == ACCEL_OK) {
-    status = d->ops->copy_h2d(d->impl, NULL, dst->impl, dst_offset, bounce,
-                              size);
+    status =
+        d->ops->copy_h2d(d->impl, NULL, dst->impl, dst_offset, bounce, size);
   }
   free(bounce);
   return status;
@@ -138,9 +138,8 @@ accel_status_t accel_buffer_copy(accel_buffer_t* dst, size_t dst_offset,
                             src_offset, size);
   }
   if (d->plugin == s->plugin) {
-    return d->plugin->copy_peer(d->plugin, d->impl, NULL, dst->impl,
-                                dst_offset, s->impl, src->impl, src_offset,
-                                size);
+    return d->plugin->copy_peer(d->plugin, d->impl, NULL, dst->impl, dst_offset,
+                                s->impl, src->impl, src_offset, size);
   }
   return accel__copy_staged(dst, dst_offset, src, src_offset, size);
 }

@@ -83,8 +83,9 @@ accel_status_t accel_device_get(uint32_t index, accel_device_t** out_device) {
   }
   pthread_mutex_unlock(&accel__state.lock);
   if (status == ACCEL_ERROR_NOT_FOUND) {
-    return accel__fail(status, "accel_device_get: index %u, but there are "
-                               "only %u device(s)",
+    return accel__fail(status,
+                       "accel_device_get: index %u, but there are "
+                       "only %u device(s)",
                        index, index - left);
   }
   return status;

@@ -89,8 +89,8 @@ accel_status_t accel_event_query(accel_event_t* event, bool* out_done) {
   return event->device->ops->event_query(event->impl, out_done);
 }
 
-accel_status_t accel_event_elapsed_ms(accel_event_t* start,
-                                      accel_event_t* end, float* out_ms) {
+accel_status_t accel_event_elapsed_ms(accel_event_t* start, accel_event_t* end,
+                                      float* out_ms) {
   static const char what[] = "accel_event_elapsed_ms";
   if (out_ms != NULL) *out_ms = 0.0f;
   if (start == NULL || end == NULL || out_ms == NULL) {

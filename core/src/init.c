@@ -81,14 +81,16 @@ static bool accel__search_add_list(const char* list, accel_origin_t origin,
 static bool accel__search_add_install_dir(void) {
   Dl_info info;
   if (dladdr(&accel__anchor, &info) == 0 || info.dli_fname == NULL) {
-    accel__log(ACCEL_LOG_WARN, "cannot locate libaccel itself; the install "
-                               "plugin directory is not searched");
+    accel__log(ACCEL_LOG_WARN,
+               "cannot locate libaccel itself; the install "
+               "plugin directory is not searched");
     return true;
   }
   char real[PATH_MAX];
   if (realpath(info.dli_fname, real) == NULL) {
-    accel__log(ACCEL_LOG_WARN, "cannot resolve %s; the install plugin "
-                               "directory is not searched",
+    accel__log(ACCEL_LOG_WARN,
+               "cannot resolve %s; the install plugin "
+               "directory is not searched",
                info.dli_fname);
     return true;
   }
@@ -268,12 +270,14 @@ static accel_status_t accel__init_locked(const accel_options_t* options) {
     exclude = calloc(options->exclude_count, sizeof(*exclude));
     if (exclude == NULL) {
       accel__state_clear();
-      return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "accel_init: out of memory");
+      return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                         "accel_init: out of memory");
     }
     for (size_t i = 0; i < options->exclude_count; i++) {
       char real[PATH_MAX];
       const char* p = options->exclude[i];
-      if (p != NULL && realpath(p, real) != NULL) exclude[i] = accel__strdup(real);
+      if (p != NULL && realpath(p, real) != NULL)
+        exclude[i] = accel__strdup(real);
     }
     d.exclude = exclude;
     d.exclude_count = options->exclude_count;

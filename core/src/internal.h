@@ -51,10 +51,12 @@ const char* accel__getenv(const char* name);
 typedef struct accel__plugin accel__plugin_t;
 
 // Core-level dispatch for operations whose fallback needs core handles.
-typedef accel_status_t (*accel__copy_peer_fn_t)(
-    accel__plugin_t* plugin, void* dst_device, void* stream, void* dst,
-    size_t dst_offset, void* src_device, const void* src, size_t src_offset,
-    size_t size);
+typedef accel_status_t (*accel__copy_peer_fn_t)(accel__plugin_t* plugin,
+                                                void* dst_device, void* stream,
+                                                void* dst, size_t dst_offset,
+                                                void* src_device,
+                                                const void* src,
+                                                size_t src_offset, size_t size);
 
 // The host-services table lent to one plugin; `plugin` lets the callbacks
 // tag messages with the plugin's name.
@@ -79,16 +81,16 @@ struct accel__plugin {
   uint32_t device_count;
   int32_t priority;
   // Loaded state.
-  void* dl;                  // dlopen handle, NULL when not open
-  accel_plugin_t desc;       // validated copy of the descriptor
-  accel_device_ops_t ops;    // full-size copy, defaults filled
-  void* state;               // the plugin's own state from load()
-  bool loaded;               // load() succeeded; unload() owed
-  bool has_timing;           // event_elapsed_ms is the plugin's own
-  bool has_pinned;           // host_alloc is the plugin's own
-  bool has_kernels;          // module entries are the plugin's own
+  void* dl;                         // dlopen handle, NULL when not open
+  accel_plugin_t desc;              // validated copy of the descriptor
+  accel_device_ops_t ops;           // full-size copy, defaults filled
+  void* state;                      // the plugin's own state from load()
+  bool loaded;                      // load() succeeded; unload() owed
+  bool has_timing;                  // event_elapsed_ms is the plugin's own
+  bool has_pinned;                  // host_alloc is the plugin's own
+  bool has_kernels;                 // module entries are the plugin's own
   accel__copy_peer_fn_t copy_peer;  // native or staged through the host
-  accel_device_t** devices;  // [device_count], open devices or NULL
+  accel_device_t** devices;         // [device_count], open devices or NULL
 };
 
 // Loads the candidate at `plugin->path` through every stage, recording the

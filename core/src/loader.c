@@ -72,8 +72,7 @@ static accel_status_t accel__default_elapsed(void* start, void* end,
 }
 
 static accel_status_t accel__default_module_load(void* device,
-                                                 const void* image,
-                                                 size_t size,
+                                                 const void* image, size_t size,
                                                  void** out_module) {
   (void)device;
   (void)image;
@@ -104,21 +103,23 @@ static accel_status_t accel__default_launch(
                      "this backend does not launch kernels");
 }
 
-static accel_status_t accel__copy_peer_native(
-    accel__plugin_t* plugin, void* dst_device, void* stream, void* dst,
-    size_t dst_offset, void* src_device, const void* src, size_t src_offset,
-    size_t size) {
-  return plugin->ops.copy_peer(dst_device, stream, dst, dst_offset,
-                               src_device, src, src_offset, size);
+static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,
+                                              void* dst_device, void* stream,
+                                              void* dst, size_t dst_offset,
+                                              void* src_device, const void* src,
+                                              size_t src_offset, size_t size) {
+  return plugin->ops.copy_peer(dst_device, stream, dst, dst_offset, src_device,
+                               src, src_offset, size);
 }
 
 // Peer copy for plugins without one: read the source synchronously into a
 // bounce buffer, then write it on the destination stream and wait, so the
 // bounce buffer can be freed.
-static accel_status_t accel__copy_peer_staged(
-    accel__plugin_t* plugin, void* dst_device, void* stream, void* dst,
-    size_t dst_offset, void* src_device, const void* src, size_t src_offset,
-    size_t size) {
+static accel_status_t accel__copy_peer_staged(accel__plugin_t* plugin,
+                                              void* dst_device, void* stream,
+                                              void* dst, size_t dst_offset,
+                                              void* src_device, const void* src,
+                                              size_t src_offset, size_t size) {
   void* bounce = malloc(size);
   if (bounce == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
@@ -147,7 +148,8 @@ typedef struct accel__required {
   const char* name;
 } accel__required_t;
 
-#define ACCEL__REQ(type, field) {offsetof(type, field), #field}
+#define ACCEL__REQ(type, field) \
+  { offsetof(type, field), #field }
 
 static const accel__required_t accel__plugin_required[] = {
     ACCEL__REQ(accel_plugin_t, load),
@@ -194,8 +196,7 @@ static bool accel__name_valid(const char* name) {
   if (name == NULL || name[0] == '\0') return false;
   size_t n = 0;
   for (const char* p = name; *p != '\0'; p++, n++) {
-    bool ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '_';
+    bool ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
     if (!ok || n >= 31) return false;
   }
   return strcmp(name, "auto") != 0;
@@ -252,10 +253,9 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
     return false;
   }
 
-  const char* missing =
-      accel__missing(desc, accel__plugin_required,
-                     sizeof(accel__plugin_required) /
-                         sizeof(accel__plugin_required[0]));
+  const char* missing = accel__missing(
+      desc, accel__plugin_required,
+      sizeof(accel__plugin_required) / sizeof(accel__plugin_required[0]));
   if (missing != NULL || desc->device_ops == NULL) {
     accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
                       "required entry plugin.%s is NULL",
@@ -277,9 +277,9 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
   plugin->ops.struct_size = sizeof(plugin->ops);
   accel_device_ops_t* o = &plugin->ops;
 
-  missing = accel__missing(o, accel__ops_required,
-                           sizeof(accel__ops_required) /
-                               sizeof(accel__ops_required[0]));
+  missing = accel__missing(
+      o, accel__ops_required,
+      sizeof(accel__ops_required) / sizeof(accel__ops_required[0]));
   if (missing != NULL) {
     accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
                       "required entry device_ops.%s is NULL", missing);
@@ -317,8 +317,8 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
     o->module_function = accel__default_module_function;
     o->launch = accel__default_launch;
   }
-  plugin->copy_peer = o->copy_peer != NULL ? accel__copy_peer_native
-                                           : accel__copy_peer_staged;
+  plugin->copy_peer =
+      o->copy_peer != NULL ? accel__copy_peer_native : accel__copy_peer_staged;
   return true;
 }
 
@@ -398,13 +398,12 @@ static void accel__plugin_stages(accel__plugin_t* plugin) {
 
   accel__host_init(&plugin->host, plugin);
   accel__fail(ACCEL_OK, "%s", "");
-  accel_status_t status = plugin->desc.load(&plugin->host.host,
-                                            &plugin->state);
+  accel_status_t status = plugin->desc.load(&plugin->host.host, &plugin->state);
   if (status != ACCEL_OK) {
     plugin->state = NULL;
-    accel__plugin_set(plugin, status, "load failed: %s",
-                      accel_last_error()[0] != '\0' ? accel_last_error()
-                                                    : "no reason given");
+    accel__plugin_set(
+        plugin, status, "load failed: %s",
+        accel_last_error()[0] != '\0' ? accel_last_error() : "no reason given");
     return;
   }
   plugin->loaded = true;

@@ -23,8 +23,7 @@ typedef struct accel__item {
 
 // Parses "auto", "name" or "name:index" from `text` (length `n`, spaces
 // already trimmed). Returns false on a malformed item.
-static bool accel__item_parse(const char* text, size_t n,
-                              accel__item_t* item) {
+static bool accel__item_parse(const char* text, size_t n, accel__item_t* item) {
   memset(item, 0, sizeof(*item));
   if (n == 4 && memcmp(text, "auto", 4) == 0) {
     item->is_auto = true;
@@ -73,8 +72,8 @@ static void accel__known_names(char* buf, size_t size) {
         accel__first_party_name(p->name) || accel__state_find(p->name) != p) {
       continue;
     }
-    used += (size_t)snprintf(buf + used, used < size ? size - used : 0,
-                             ", %s", p->name);
+    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, ", %s",
+                             p->name);
   }
 }
 
@@ -129,7 +128,8 @@ static accel_status_t accel__item_open(const accel__item_t* item,
 // plugins gave, so a user wondering why the GPU is idle can find out.
 static void accel__note_cpu_fallback(const accel_device_t* device) {
   static atomic_bool said = false;
-  if (strcmp(device->plugin->name, "cpu") != 0 || atomic_exchange(&said, true)) {
+  if (strcmp(device->plugin->name, "cpu") != 0 ||
+      atomic_exchange(&said, true)) {
     return;
   }
   char why[1024];
@@ -138,10 +138,9 @@ static void accel__note_cpu_fallback(const accel_device_t* device) {
   for (size_t i = 0; i < accel__state.plugin_count; i++) {
     const accel__plugin_t* p = accel__state.plugins[i];
     if (p->status == ACCEL_OK) continue;
-    used += (size_t)snprintf(why + used, used < sizeof(why) ? sizeof(why) - used
-                                                            : 0,
-                             "; %s: %s", p->name ? p->name : p->path,
-                             p->message);
+    used += (size_t)snprintf(
+        why + used, used < sizeof(why) ? sizeof(why) - used : 0, "; %s: %s",
+        p->name ? p->name : p->path, p->message);
   }
   accel__log(ACCEL_LOG_INFO, "auto: no accelerator is usable; using %s%s",
              device->uri, why);
@@ -220,13 +219,12 @@ static accel_status_t accel__select(const char* label, const char* spec,
       pthread_mutex_unlock(&accel__state.lock);
       return ACCEL_OK;
     }
-    used += (size_t)snprintf(reasons + used,
-                             used < sizeof(reasons) ? sizeof(reasons) - used
-                                                    : 0,
-                             "%s%s", i ? "; " : "", accel_last_error());
+    used += (size_t)snprintf(
+        reasons + used, used < sizeof(reasons) ? sizeof(reasons) - used : 0,
+        "%s%s", i ? "; " : "", accel_last_error());
     if (i + 1 == count) {
-      status = accel__fail(s, "%s='%s': no usable device: %s", label, spec,
-                           reasons);
+      status =
+          accel__fail(s, "%s='%s': no usable device: %s", label, spec, reasons);
     }
   }
   pthread_mutex_unlock(&accel__state.lock);
@@ -243,8 +241,7 @@ accel_status_t accel_device_default(accel_device_t** out_device) {
                        out_device);
 }
 
-accel_status_t accel_device_open(const char* uri,
-                                 accel_device_t** out_device) {
+accel_status_t accel_device_open(const char* uri, accel_device_t** out_device) {
   if (out_device == NULL || uri == NULL) {
     if (out_device != NULL) *out_device = NULL;
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -86,8 +86,7 @@ accel_status_t accel_stream_wait_event(accel_stream_t* stream,
 }
 
 // Checks that `buffer` is on the stream's device; `operand` names it.
-static accel_status_t accel__check_device(const char* what,
-                                          const char* operand,
+static accel_status_t accel__check_device(const char* what, const char* operand,
                                           const accel_stream_t* stream,
                                           const accel_buffer_t* buffer) {
   if (buffer->device != stream->device) {
@@ -115,9 +114,8 @@ static accel_status_t accel__check_stream_op(const char* what,
 }
 
 accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
-                                         accel_buffer_t* dst,
-                                         size_t dst_offset, const void* src,
-                                         size_t size) {
+                                         accel_buffer_t* dst, size_t dst_offset,
+                                         const void* src, size_t size) {
   static const char what[] = "accel_stream_write_buffer";
   accel_status_t status =
       accel__check_stream_op(what, "dst", stream, dst, dst_offset, size);
@@ -131,9 +129,8 @@ accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
 }
 
 accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
-                                        accel_buffer_t* src,
-                                        size_t src_offset, void* dst,
-                                        size_t size) {
+                                        accel_buffer_t* src, size_t src_offset,
+                                        void* dst, size_t size) {
   static const char what[] = "accel_stream_read_buffer";
   accel_status_t status =
       accel__check_stream_op(what, "src", stream, src, src_offset, size);
@@ -147,10 +144,9 @@ accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
 }
 
 accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
-                                        accel_buffer_t* dst,
-                                        size_t dst_offset,
-                                        accel_buffer_t* src,
-                                        size_t src_offset, size_t size) {
+                                        accel_buffer_t* dst, size_t dst_offset,
+                                        accel_buffer_t* src, size_t src_offset,
+                                        size_t size) {
   static const char what[] = "accel_stream_copy_buffer";
   accel_status_t status =
       accel__check_stream_op(what, "dst", stream, dst, dst_offset, size);
@@ -171,8 +167,7 @@ accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
                        what, s->uri, d->uri);
   }
   return d->plugin->copy_peer(d->plugin, d->impl, stream->impl, dst->impl,
-                              dst_offset, s->impl, src->impl, src_offset,
-                              size);
+                              dst_offset, s->impl, src->impl, src_offset, size);
 }
 
 accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,

@@ -61,7 +61,7 @@ typedef enum accel_status {
   ACCEL_ERROR_OUT_OF_MEMORY = 2,         // host memory exhausted
   ACCEL_ERROR_OUT_OF_DEVICE_MEMORY = 3,  // device memory exhausted
   ACCEL_ERROR_NOT_FOUND = 4,             // no such device, plugin or symbol
-  ACCEL_ERROR_UNSUPPORTED = 5,   // valid request this device cannot do
+  ACCEL_ERROR_UNSUPPORTED = 5,           // valid request this device cannot do
   ACCEL_ERROR_UNAVAILABLE = 6,   // plugin present, driver/runtime/device not
   ACCEL_ERROR_INCOMPATIBLE = 7,  // ABI or version mismatch
   ACCEL_ERROR_DEVICE_LOST = 8,   // the device faulted or went away
@@ -91,14 +91,14 @@ typedef enum accel_device_type {
 // Capability bits reported in device properties.
 typedef uint32_t accel_device_caps_t;
 enum accel_device_cap_bits {
-  ACCEL_DEVICE_CAP_F16 = 1u << 0,           // f16 storage and arithmetic
-  ACCEL_DEVICE_CAP_BF16 = 1u << 1,          // bf16 storage and arithmetic
-  ACCEL_DEVICE_CAP_TF32 = 1u << 2,          // TF32 matrix math
-  ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3, // real page-locked host memory
-  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,   // direct copies to peers
-  ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,  // events measure elapsed time
-  ACCEL_DEVICE_CAP_KERNELS = 1u << 6,       // custom modules and launches
-  ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,        // captured work graphs
+  ACCEL_DEVICE_CAP_F16 = 1u << 0,            // f16 storage and arithmetic
+  ACCEL_DEVICE_CAP_BF16 = 1u << 1,           // bf16 storage and arithmetic
+  ACCEL_DEVICE_CAP_TF32 = 1u << 2,           // TF32 matrix math
+  ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,  // real page-locked host memory
+  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,    // direct copies to peers
+  ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,   // events measure elapsed time
+  ACCEL_DEVICE_CAP_KERNELS = 1u << 6,        // custom modules and launches
+  ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
   ACCEL_DEVICE_CAP_MAX_ENUM = 0x7fffffff
 };
 
@@ -206,8 +206,8 @@ typedef enum accel_plugin_stage {
 // until accel_shutdown(); none is NULL (unknown ones are "").
 typedef struct accel_plugin_report {
   uint32_t struct_size;
-  const char* path;      // real path of the file
-  const char* source;    // the search-path entry it came from
+  const char* path;    // real path of the file
+  const char* source;  // the search-path entry it came from
   accel_origin_t origin;
   accel_plugin_stage_t stage;
   // ACCEL_OK: usable (possibly with 0 devices). ACCEL_ERROR_UNAVAILABLE:
@@ -233,8 +233,8 @@ ACCEL_API accel_status_t accel_plugin_report_count(size_t* out_count);
 // caller sets to sizeof(accel_plugin_report_t). Returns
 // ACCEL_ERROR_NOT_FOUND if `index` is out of range,
 // ACCEL_ERROR_INVALID_ARGUMENT for NULL or an unset `struct_size`.
-ACCEL_API accel_status_t accel_plugin_report_get(
-    size_t index, accel_plugin_report_t* out_report);
+ACCEL_API accel_status_t
+accel_plugin_report_get(size_t index, accel_plugin_report_t* out_report);
 
 // Number of entries in the plugin search path, in search order.
 ACCEL_API accel_status_t accel_search_path_count(size_t* out_count);
@@ -306,17 +306,17 @@ ACCEL_API uint32_t accel_device_index(const accel_device_t* device);
 typedef struct accel_device_info {
   uint32_t struct_size;
   accel_device_type_t type;
-  char uri[48];       // "cuda:1"
-  char backend[32];   // "cuda"
+  char uri[48];      // "cuda:1"
+  char backend[32];  // "cuda"
   uint32_t index;
   char name[256];
   char vendor[64];
-  char arch[64];      // "sm_90", "gfx90a", "x86-64-v4"
+  char arch[64];          // "sm_90", "gfx90a", "x86-64-v4"
   uint64_t total_memory;  // bytes
   uint64_t free_memory;   // bytes, at the time of the query
   uint32_t compute_units;
   uint32_t max_threads_per_block;
-  uint32_t simd_width;    // warp/wavefront size or SIMD lanes
+  uint32_t simd_width;  // warp/wavefront size or SIMD lanes
   accel_device_caps_t caps;
   uint8_t uuid[16];
   char pci_bus_id[32];
@@ -461,12 +461,9 @@ ACCEL_API accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
 
 // Enqueues a copy between buffers. `dst` must be on the stream's device;
 // `src` may be on another device of the same backend (a peer copy).
-ACCEL_API accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
-                                                  accel_buffer_t* dst,
-                                                  size_t dst_offset,
-                                                  accel_buffer_t* src,
-                                                  size_t src_offset,
-                                                  size_t size);
+ACCEL_API accel_status_t accel_stream_copy_buffer(
+    accel_stream_t* stream, accel_buffer_t* dst, size_t dst_offset,
+    accel_buffer_t* src, size_t src_offset, size_t size);
 
 // Enqueues setting `size` bytes of `dst` at `offset` to `value`.
 ACCEL_API accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,

@@ -54,7 +54,7 @@ extern "C" {
 
 // True when a struct whose `struct_size` is `s` (a pointer to a struct
 // starting with uint32_t struct_size) is large enough to hold `field`.
-#define ACCEL_PLUGIN_HAS_FIELD(s, type, field)           \
+#define ACCEL_PLUGIN_HAS_FIELD(s, type, field) \
   ((s)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 // ---------------------------------------------------------------------------
@@ -71,7 +71,7 @@ typedef enum accel_status {
   ACCEL_ERROR_OUT_OF_MEMORY = 2,         // host memory exhausted
   ACCEL_ERROR_OUT_OF_DEVICE_MEMORY = 3,  // device memory exhausted
   ACCEL_ERROR_NOT_FOUND = 4,             // no such device, plugin or symbol
-  ACCEL_ERROR_UNSUPPORTED = 5,   // valid request this device cannot do
+  ACCEL_ERROR_UNSUPPORTED = 5,           // valid request this device cannot do
   ACCEL_ERROR_UNAVAILABLE = 6,   // plugin present, driver/runtime/device not
   ACCEL_ERROR_INCOMPATIBLE = 7,  // ABI or version mismatch
   ACCEL_ERROR_DEVICE_LOST = 8,   // the device faulted or went away
@@ -101,14 +101,14 @@ typedef enum accel_device_type {
 // Capability bits reported in device properties.
 typedef uint32_t accel_device_caps_t;
 enum accel_device_cap_bits {
-  ACCEL_DEVICE_CAP_F16 = 1u << 0,           // f16 storage and arithmetic
-  ACCEL_DEVICE_CAP_BF16 = 1u << 1,          // bf16 storage and arithmetic
-  ACCEL_DEVICE_CAP_TF32 = 1u << 2,          // TF32 matrix math
-  ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3, // real page-locked host memory
-  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,   // direct copies to peers
-  ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,  // events measure elapsed time
-  ACCEL_DEVICE_CAP_KERNELS = 1u << 6,       // custom modules and launches
-  ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,        // captured work graphs
+  ACCEL_DEVICE_CAP_F16 = 1u << 0,            // f16 storage and arithmetic
+  ACCEL_DEVICE_CAP_BF16 = 1u << 1,           // bf16 storage and arithmetic
+  ACCEL_DEVICE_CAP_TF32 = 1u << 2,           // TF32 matrix math
+  ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,  // real page-locked host memory
+  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,    // direct copies to peers
+  ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,   // events measure elapsed time
+  ACCEL_DEVICE_CAP_KERNELS = 1u << 6,        // custom modules and launches
+  ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
   ACCEL_DEVICE_CAP_MAX_ENUM = 0x7fffffff
 };
 
@@ -269,8 +269,8 @@ typedef struct accel_device_ops {
   accel_status_t (*can_access_peer)(void* device, void* peer_device,
                                     bool* out_can);
   // Sets `size` bytes at `dst` + `offset` to `value`. Required.
-  accel_status_t (*memset)(void* device, void* stream, void* dst,
-                           size_t offset, uint8_t value, size_t size);
+  accel_status_t (*memset)(void* device, void* stream, void* dst, size_t offset,
+                           uint8_t value, size_t size);
 
   // Creates an in-order asynchronous stream. Required.
   accel_status_t (*stream_create)(void* device, accel_stream_flags_t flags,
@@ -321,8 +321,8 @@ typedef struct accel_device_ops {
 
 // Smallest device-ops table the core accepts: everything up to and
 // including `event_query` (the required part of ABI 1.0).
-#define ACCEL_DEVICE_OPS_MIN_SIZE                  \
-  (offsetof(accel_device_ops_t, event_query) +     \
+#define ACCEL_DEVICE_OPS_MIN_SIZE              \
+  (offsetof(accel_device_ops_t, event_query) + \
    sizeof(((accel_device_ops_t*)0)->event_query))
 
 // ---------------------------------------------------------------------------
@@ -359,8 +359,8 @@ typedef struct accel_plugin {
 } accel_plugin_t;
 
 // Smallest descriptor the core accepts (ABI 1.0).
-#define ACCEL_PLUGIN_MIN_SIZE                  \
-  (offsetof(accel_plugin_t, device_ops) +      \
+#define ACCEL_PLUGIN_MIN_SIZE             \
+  (offsetof(accel_plugin_t, device_ops) + \
    sizeof(((accel_plugin_t*)0)->device_ops))
 
 // Type of the exported entry. Returns a descriptor in static storage that
