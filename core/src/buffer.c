@@ -35,22 +35,7 @@ accel_status_t accel_buffer_create(accel_device_t* device, size_t size,
                        "accel_buffer_create: device, a non-zero size and "
                        "out_buffer are required");
   }
-  accel_buffer_t* buffer = calloc(1, sizeof(*buffer));
-  if (buffer == NULL) {
-    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "buffer header");
-  }
-  accel_status_t status =
-      device->ops->mem_alloc(device->impl, size, &buffer->impl);
-  if (status != ACCEL_OK) {
-    free(buffer);  // the plugin has recorded the reason
-    return status;
-  }
-  atomic_init(&buffer->refs, 1);
-  buffer->device = device;
-  buffer->size = size;
-  accel_device_retain(device);
-  *out_buffer = buffer;
-  return ACCEL_OK;
+  return accel__allocator_alloc(device, NULL, size, out_buffer);
 }
 
 void accel_buffer_retain(accel_buffer_t* buffer) {
@@ -60,8 +45,7 @@ void accel_buffer_retain(accel_buffer_t* buffer) {
 void accel_buffer_release(accel_buffer_t* buffer) {
   if (buffer == NULL || atomic_fetch_sub(&buffer->refs, 1) != 1) return;
   accel_device_t* device = buffer->device;
-  device->ops->mem_free(device->impl, buffer->impl);
-  free(buffer);
+  accel__allocator_free(buffer);  // the handle lives in the block record
   accel_device_release(device);
 }
 
@@ -83,7 +67,8 @@ accel_status_t accel_buffer_write(accel_buffer_t* buffer, size_t offset,
                        "accel_buffer_write: src is NULL");
   }
   accel_device_t* d = buffer->device;
-  return d->ops->copy_h2d(d->impl, NULL, buffer->impl, offset, src, size);
+  return d->ops->copy_h2d(d->impl, NULL, buffer->impl,
+                          accel__buffer_offset(buffer, offset), src, size);
 }
 
 accel_status_t accel_buffer_read(accel_buffer_t* buffer, size_t offset,
@@ -96,7 +81,8 @@ accel_status_t accel_buffer_read(accel_buffer_t* buffer, size_t offset,
                        "accel_buffer_read: dst is NULL");
   }
   accel_device_t* d = buffer->device;
-  return d->ops->copy_d2h(d->impl, NULL, dst, buffer->impl, offset, size);
+  return d->ops->copy_d2h(d->impl, NULL, dst, buffer->impl,
+                          accel__buffer_offset(buffer, offset), size);
 }
 
 accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
@@ -112,10 +98,12 @@ accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
   accel_device_t* s = src->device;
   accel_device_t* d = dst->device;
   accel_status_t status =
-      s->ops->copy_d2h(s->impl, NULL, bounce, src->impl, src_offset, size);
+      s->ops->copy_d2h(s->impl, NULL, bounce, src->impl,
+                       accel__buffer_offset(src, src_offset), size);
   if (status == ACCEL_OK) {
     status =
-        d->ops->copy_h2d(d->impl, NULL, dst->impl, dst_offset, bounce, size);
+        d->ops->copy_h2d(d->impl, NULL, dst->impl,
+                         accel__buffer_offset(dst, dst_offset), bounce, size);
   }
   free(bounce);
   return status;
@@ -134,12 +122,15 @@ accel_status_t accel_buffer_copy(accel_buffer_t* dst, size_t dst_offset,
   accel_device_t* d = dst->device;
   accel_device_t* s = src->device;
   if (d == s) {
-    return d->ops->copy_d2d(d->impl, NULL, dst->impl, dst_offset, src->impl,
-                            src_offset, size);
+    return d->ops->copy_d2d(d->impl, NULL, dst->impl,
+                            accel__buffer_offset(dst, dst_offset), src->impl,
+                            accel__buffer_offset(src, src_offset), size);
   }
   if (d->plugin == s->plugin) {
-    return d->plugin->copy_peer(d->plugin, d->impl, NULL, dst->impl, dst_offset,
-                                s->impl, src->impl, src_offset, size);
+    return d->plugin->copy_peer(d->plugin, d->impl, NULL, dst->impl,
+                                accel__buffer_offset(dst, dst_offset), s->impl,
+                                src->impl,
+                                accel__buffer_offset(src, src_offset), size);
   }
   return accel__copy_staged(dst, dst_offset, src, src_offset, size);
 }
@@ -150,5 +141,6 @@ accel_status_t accel_buffer_fill(accel_buffer_t* buffer, size_t offset,
       accel__check_range("accel_buffer_fill", "dst", buffer, offset, size);
   if (status != ACCEL_OK) return status;
   accel_device_t* d = buffer->device;
-  return d->ops->memset(d->impl, NULL, buffer->impl, offset, value, size);
+  return d->ops->memset(d->impl, NULL, buffer->impl,
+                        accel__buffer_offset(buffer, offset), value, size);
 }

@@ -8,6 +8,22 @@
 
 #include "internal.h"
 
+// Caches the properties that launches and module loads check, so they need
+// no plugin call. A failing query leaves them empty: no block limit, no
+// modules.
+static void accel__device_cache_props(accel_device_t* device) {
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  if (device->ops->query_props(device->impl, &props) != ACCEL_OK) return;
+  device->max_threads_per_block = props.max_threads_per_block;
+  if (device->plugin->has_kernels) {
+    props.module_target[sizeof(props.module_target) - 1] = '\0';
+    memcpy(device->module_target, props.module_target,
+           sizeof(device->module_target));
+  }
+}
+
 accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
                                          uint32_t index,
                                          accel_device_t** out_device) {
@@ -37,6 +53,15 @@ accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
   device->ops = &plugin->ops;
   device->index = index;
   snprintf(device->uri, sizeof(device->uri), "%s:%u", plugin->name, index);
+  accel__device_cache_props(device);
+  status = accel__allocator_create(device);
+  if (status == ACCEL_OK) status = accel__host_pool_create(device);
+  if (status != ACCEL_OK) {
+    accel__allocator_destroy(device);
+    plugin->desc.device_close(device->impl);
+    free(device);
+    return status;
+  }
   plugin->devices[index] = device;
   *out_device = device;
   return ACCEL_OK;
@@ -108,6 +133,9 @@ void accel_device_release(accel_device_t* device) {
   pthread_mutex_lock(&accel__state.lock);
   if (plugin->devices[index] == device && atomic_load(&device->refs) == 0) {
     plugin->devices[index] = NULL;
+    // Cached memory goes back to the plugin before the device closes.
+    accel__host_pool_destroy(device);
+    accel__allocator_destroy(device);
     plugin->desc.device_close(device->impl);
     free(device);
   }
@@ -139,7 +167,12 @@ accel_status_t accel_device_query_info(accel_device_t* device,
                        "accel_device_query_info: device and out_info are "
                        "required");
   }
-  if (out_info->struct_size < sizeof(accel_device_info_t)) {
+  // Callers built before `module_target` was appended pass the smaller
+  // size and get the fields that fit.
+  size_t fits = out_info->struct_size < sizeof(accel_device_info_t)
+                    ? out_info->struct_size
+                    : sizeof(accel_device_info_t);
+  if (fits < offsetof(accel_device_info_t, module_target)) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_device_query_info: out_info->struct_size is %u; "
                        "set it to sizeof(accel_device_info_t) (%zu)",
@@ -190,7 +223,8 @@ accel_status_t accel_device_query_info(accel_device_t* device,
   if (!device->plugin->has_pinned) info.caps &= ~ACCEL_DEVICE_CAP_PINNED_MEMORY;
   if (!device->plugin->has_timing) info.caps &= ~ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (!device->plugin->has_kernels) info.caps &= ~ACCEL_DEVICE_CAP_KERNELS;
-  *out_info = info;
+  memcpy(info.module_target, device->module_target, sizeof(info.module_target));
+  memcpy(out_info, &info, fits);
   return ACCEL_OK;
 }
 
@@ -241,20 +275,4 @@ const char* accel_device_cap_name(accel_device_caps_t cap) {
     default:
       return NULL;
   }
-}
-
-accel_status_t accel_host_alloc(accel_device_t* device, size_t size,
-                                void** out_ptr) {
-  if (out_ptr != NULL) *out_ptr = NULL;
-  if (device == NULL || out_ptr == NULL || size == 0) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "accel_host_alloc: device, a non-zero size and "
-                       "out_ptr are required");
-  }
-  return device->ops->host_alloc(device->impl, size, out_ptr);
-}
-
-void accel_host_free(accel_device_t* device, void* ptr) {
-  if (device == NULL || ptr == NULL) return;
-  device->ops->host_free(device->impl, ptr);
 }

@@ -146,6 +146,10 @@ char* accel__strdup(const char* s);
 // Handles
 // ---------------------------------------------------------------------------
 
+typedef struct accel__allocator accel__allocator_t;
+typedef struct accel__pool accel__pool_t;
+typedef struct accel__host_pool accel__host_pool_t;
+
 struct accel_device {
   atomic_uint refs;
   accel__plugin_t* plugin;
@@ -153,19 +157,35 @@ struct accel_device {
   uint32_t index;
   void* impl;
   char uri[48];
+  // Queried once at open so launches and module loads need no plugin call.
+  uint32_t max_threads_per_block;  // 0 when the plugin did not say
+  char module_target[64];          // "" when the device loads no modules
+  // Created at open, destroyed at close (allocator.c, host_pool.c).
+  accel__allocator_t* allocator;
+  accel__host_pool_t* host_pool;
 };
 
+// A buffer is a block of the device's caching allocator: `impl` is the
+// plugin allocation (segment) holding it and `base` its offset there. The
+// handle lives inside the allocator's block record (allocator.c).
 struct accel_buffer {
   atomic_uint refs;
   accel_device_t* device;
-  void* impl;
-  size_t size;
+  void* impl;   // plugin memory handle of the segment
+  size_t base;  // byte offset of the buffer within `impl`
+  size_t size;  // bytes requested; bounds are checked against this
 };
 
+// `refs` counts the user's references; the plugin stream is destroyed when
+// it reaches zero. `weak` keeps the struct itself alive for buffers that
+// remember the stream used them (one weak reference is held by all strong
+// ones together), so a free can tell a dead stream from a live one.
 struct accel_stream {
   atomic_uint refs;
+  atomic_uint weak;
   accel_device_t* device;
   void* impl;
+  accel__pool_t* pool;  // the allocator's pool for this stream, or NULL
 };
 
 struct accel_event {
@@ -182,6 +202,18 @@ accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
                                          uint32_t index,
                                          accel_device_t** out_device);
 
+// The plugin memory behind `buffer` and the plugin offset of `offset`
+// bytes into it. Every plugin call that takes a buffer goes through these,
+// so a buffer placed inside a larger plugin allocation (the caching
+// allocator) needs only these two changed.
+static inline void* accel__buffer_mem(const accel_buffer_t* buffer) {
+  return buffer->impl;
+}
+static inline uint64_t accel__buffer_offset(const accel_buffer_t* buffer,
+                                            size_t offset) {
+  return (uint64_t)buffer->base + (uint64_t)offset;
+}
+
 // Checks that [offset, offset + size) lies within `buffer`; `what` names
 // the call and the operand in the message.
 accel_status_t accel__check_range(const char* what, const char* operand,
@@ -192,5 +224,88 @@ accel_status_t accel__check_range(const char* what, const char* operand,
 accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
                                   accel_buffer_t* src, size_t src_offset,
                                   size_t size);
+
+// ---------------------------------------------------------------------------
+// Kernels (image.c, module.c)
+// ---------------------------------------------------------------------------
+
+// Sniffs the format of the module image `image` of `size` bytes (untrusted:
+// never reads outside it). Writes the target it holds to `target`
+// ("elf-x86_64", "elf-aarch64", "cuda-sm_90", "cuda-fatbin",
+// "cuda-ptx-sm_80", "amdgcn-gfx90a", "amdgcn-bundle" or "unknown") and a
+// human-readable description that names the target to `description`. Both
+// are always NUL-terminated (truncated to their sizes, which must be > 0).
+void accel__image_describe(const void* image, size_t size, char* target,
+                           size_t target_size, char* description,
+                           size_t description_size);
+
+// ---------------------------------------------------------------------------
+// Memory: the caching allocator (allocator.c) and pinned host memory pool
+// (host_pool.c). DESIGN decision 10.
+// ---------------------------------------------------------------------------
+
+// Creates the allocator of a freshly opened `device` (reads ACCEL_ALLOCATOR)
+// and stores it in `device->allocator`. Caller holds the state lock.
+accel_status_t accel__allocator_create(accel_device_t* device);
+
+// Frees every cached segment and the allocator of `device`, at close (no
+// buffer or stream of the device is alive any more).
+void accel__allocator_destroy(accel_device_t* device);
+
+// Whether `device`'s allocator caches (ACCEL_ALLOCATOR is not "raw").
+bool accel__allocator_caching(const accel_device_t* device);
+
+// Allocates a buffer of `size` bytes on `device` for use on `stream` (NULL
+// for accel_buffer_create). On success `*out_buffer` has one reference and
+// holds a reference on `device`.
+accel_status_t accel__allocator_alloc(accel_device_t* device,
+                                      accel_stream_t* stream, size_t size,
+                                      accel_buffer_t** out_buffer);
+
+// Returns the memory of `buffer`, whose last reference is gone, to its
+// pool. Work that streams enqueued on it before this call finishes before
+// the memory is reused. Does not release the device reference.
+void accel__allocator_free(accel_buffer_t* buffer);
+
+// Records that `stream` enqueues work on `buffer`, so that freeing the
+// buffer waits for that work. Call it before enqueuing. Cheap when the
+// stream is already known. Returns ACCEL_ERROR_OUT_OF_MEMORY only when a
+// new entry cannot be stored (then do not enqueue).
+accel_status_t accel__buffer_use(accel_buffer_t* buffer,
+                                 accel_stream_t* stream);
+
+// Reads the statistics and mode, gives unused cached segments back, resets
+// the peaks (memory_stats.c has the public calls).
+void accel__allocator_stats(accel_device_t* device,
+                            accel_memory_stats_t* out_stats, bool* out_caching);
+void accel__allocator_empty_cache(accel_device_t* device);
+void accel__allocator_reset_peaks(accel_device_t* device);
+
+// Formats `bytes` as "512 bytes", "1.50 KiB", "2.00 GiB" into `out`.
+void accel__format_bytes(char* out, size_t n, uint64_t bytes);
+
+// Stream lifetime hooks, called by accel_stream_release() when the last
+// reference goes: `dying` before the plugin stream is destroyed, `dead`
+// after (its work is done, so its cached blocks become everyone's).
+void accel__allocator_stream_dying(accel_stream_t* stream);
+void accel__allocator_stream_dead(accel_stream_t* stream);
+
+// Adds a strong reference unless the count already reached zero; returns
+// whether it did. The caller holds a weak reference.
+bool accel__stream_try_retain(accel_stream_t* stream);
+// Weak references (stream.c): keep the struct, not the plugin stream.
+void accel__stream_weak_retain(accel_stream_t* stream);
+void accel__stream_weak_release(accel_stream_t* stream);
+
+// Creates and destroys the pinned host memory pool of `device`.
+accel_status_t accel__host_pool_create(accel_device_t* device);
+void accel__host_pool_destroy(accel_device_t* device);
+// Frees the pool's cached, unused host blocks.
+void accel__host_pool_trim(accel_device_t* device);
+// Reads the pool's counters, for the memory summary.
+void accel__host_pool_counts(accel_device_t* device, uint64_t* out_used_count,
+                             uint64_t* out_used_bytes,
+                             uint64_t* out_cached_count,
+                             uint64_t* out_cached_bytes);
 
 #endif  // ACCEL_CORE_INTERNAL_H_

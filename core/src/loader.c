@@ -103,6 +103,97 @@ static accel_status_t accel__default_launch(
                      "this backend does not launch kernels");
 }
 
+// Built-in ops a plugin leaves NULL. The stub cannot name the device; the
+// core's op functions add it to the message on the failure path.
+static accel_status_t accel__op_unsupported(const char* op) {
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "%s is not implemented by this backend", op);
+}
+
+static accel_status_t accel__default_op_fill(void* device, void* stream,
+                                             void* dst, uint64_t dst_offset,
+                                             uint32_t dtype, uint64_t count,
+                                             double value) {
+  (void)device, (void)stream, (void)dst, (void)dst_offset, (void)dtype;
+  (void)count, (void)value;
+  return accel__op_unsupported("fill");
+}
+
+static accel_status_t accel__default_op_cast(
+    void* device, void* stream, void* dst, uint64_t dst_offset,
+    uint32_t dst_dtype, const void* src, uint64_t src_offset,
+    uint32_t src_dtype, uint64_t count) {
+  (void)device, (void)stream, (void)dst, (void)dst_offset, (void)dst_dtype;
+  (void)src, (void)src_offset, (void)src_dtype, (void)count;
+  return accel__op_unsupported("cast");
+}
+
+static accel_status_t accel__default_op_scale(void* device, void* stream,
+                                              void* x, uint64_t x_offset,
+                                              uint32_t dtype, uint64_t count,
+                                              double alpha) {
+  (void)device, (void)stream, (void)x, (void)x_offset, (void)dtype;
+  (void)count, (void)alpha;
+  return accel__op_unsupported("scale");
+}
+
+static accel_status_t accel__default_op_axpy(void* device, void* stream,
+                                             void* y, uint64_t y_offset,
+                                             const void* x, uint64_t x_offset,
+                                             uint32_t dtype, uint64_t count,
+                                             double alpha) {
+  (void)device, (void)stream, (void)y, (void)y_offset, (void)x;
+  (void)x_offset, (void)dtype, (void)count, (void)alpha;
+  return accel__op_unsupported("axpy");
+}
+
+static accel_status_t accel__default_op_add(void* device, void* stream, void* z,
+                                            uint64_t z_offset, const void* x,
+                                            uint64_t x_offset, const void* y,
+                                            uint64_t y_offset, uint32_t dtype,
+                                            uint64_t count) {
+  (void)device, (void)stream, (void)z, (void)z_offset, (void)x;
+  (void)x_offset, (void)y, (void)y_offset, (void)dtype, (void)count;
+  return accel__op_unsupported("add");
+}
+
+static accel_status_t accel__default_op_mul(void* device, void* stream, void* z,
+                                            uint64_t z_offset, const void* x,
+                                            uint64_t x_offset, const void* y,
+                                            uint64_t y_offset, uint32_t dtype,
+                                            uint64_t count) {
+  (void)device, (void)stream, (void)z, (void)z_offset, (void)x;
+  (void)x_offset, (void)y, (void)y_offset, (void)dtype, (void)count;
+  return accel__op_unsupported("mul");
+}
+
+static accel_status_t accel__default_op_sum(void* device, void* stream,
+                                            void* out, uint64_t out_offset,
+                                            const void* x, uint64_t x_offset,
+                                            uint32_t dtype, uint64_t count) {
+  (void)device, (void)stream, (void)out, (void)out_offset, (void)x;
+  (void)x_offset, (void)dtype, (void)count;
+  return accel__op_unsupported("sum");
+}
+
+static accel_status_t accel__default_op_gemm(void* device, void* stream,
+                                             const accel_plugin_gemm_t* gemm) {
+  (void)device, (void)stream, (void)gemm;
+  return accel__op_unsupported("gemm");
+}
+
+// Fills every built-in op the plugin left NULL (or predates) with a stub.
+static void accel__fill_op_defaults(accel_device_ops_t* o) {
+  if (o->op_fill == NULL) o->op_fill = accel__default_op_fill;
+  if (o->op_cast == NULL) o->op_cast = accel__default_op_cast;
+  if (o->op_scale == NULL) o->op_scale = accel__default_op_scale;
+  if (o->op_axpy == NULL) o->op_axpy = accel__default_op_axpy;
+  if (o->op_add == NULL) o->op_add = accel__default_op_add;
+  if (o->op_mul == NULL) o->op_mul = accel__default_op_mul;
+  if (o->op_sum == NULL) o->op_sum = accel__default_op_sum;
+  if (o->op_gemm == NULL) o->op_gemm = accel__default_op_gemm;
+}
+
 static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,
                                               void* dst_device, void* stream,
                                               void* dst, size_t dst_offset,
@@ -317,6 +408,7 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
     o->module_function = accel__default_module_function;
     o->launch = accel__default_launch;
   }
+  accel__fill_op_defaults(o);
   plugin->copy_peer =
       o->copy_peer != NULL ? accel__copy_peer_native : accel__copy_peer_staged;
   return true;

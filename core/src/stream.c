@@ -30,6 +30,7 @@ accel_status_t accel_stream_create(accel_device_t* device,
     return status;
   }
   atomic_init(&stream->refs, 1);
+  atomic_init(&stream->weak, 1);  // held by the strong references together
   stream->device = device;
   accel_device_retain(device);
   *out_stream = stream;
@@ -43,9 +44,32 @@ void accel_stream_retain(accel_stream_t* stream) {
 void accel_stream_release(accel_stream_t* stream) {
   if (stream == NULL || atomic_fetch_sub(&stream->refs, 1) != 1) return;
   accel_device_t* device = stream->device;
+  // The allocator must know before the plugin stream goes (it may be
+  // recording an event on it) and after its work is done (its cached
+  // blocks become everyone's). Buffers may still hold weak references.
+  accel__allocator_stream_dying(stream);
   device->ops->stream_destroy(stream->impl);
-  free(stream);
+  accel__allocator_stream_dead(stream);
   accel_device_release(device);
+  accel__stream_weak_release(stream);
+}
+
+bool accel__stream_try_retain(accel_stream_t* stream) {
+  unsigned refs = atomic_load(&stream->refs);
+  while (refs != 0) {
+    if (atomic_compare_exchange_weak(&stream->refs, &refs, refs + 1)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void accel__stream_weak_retain(accel_stream_t* stream) {
+  atomic_fetch_add_explicit(&stream->weak, 1, memory_order_relaxed);
+}
+
+void accel__stream_weak_release(accel_stream_t* stream) {
+  if (atomic_fetch_sub(&stream->weak, 1) == 1) free(stream);
 }
 
 accel_device_t* accel_stream_device(const accel_stream_t* stream) {
@@ -123,9 +147,11 @@ accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
   if (src == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: src is NULL", what);
   }
+  status = accel__buffer_use(dst, stream);
+  if (status != ACCEL_OK) return status;
   accel_device_t* d = stream->device;
-  return d->ops->copy_h2d(d->impl, stream->impl, dst->impl, dst_offset, src,
-                          size);
+  return d->ops->copy_h2d(d->impl, stream->impl, dst->impl,
+                          accel__buffer_offset(dst, dst_offset), src, size);
 }
 
 accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
@@ -138,9 +164,11 @@ accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
   if (dst == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: dst is NULL", what);
   }
+  status = accel__buffer_use(src, stream);
+  if (status != ACCEL_OK) return status;
   accel_device_t* d = stream->device;
-  return d->ops->copy_d2h(d->impl, stream->impl, dst, src->impl, src_offset,
-                          size);
+  return d->ops->copy_d2h(d->impl, stream->impl, dst, src->impl,
+                          accel__buffer_offset(src, src_offset), size);
 }
 
 accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
@@ -156,18 +184,23 @@ accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
   if (status != ACCEL_OK) return status;
   accel_device_t* d = stream->device;
   accel_device_t* s = src->device;
-  if (s == d) {
-    return d->ops->copy_d2d(d->impl, stream->impl, dst->impl, dst_offset,
-                            src->impl, src_offset, size);
-  }
-  if (s->plugin != d->plugin) {
+  if (s != d && s->plugin != d->plugin) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: src buffer is on %s, another backend than the "
                        "stream's %s; use accel_buffer_copy()",
                        what, s->uri, d->uri);
   }
+  status = accel__buffer_use(dst, stream);
+  if (status == ACCEL_OK) status = accel__buffer_use(src, stream);
+  if (status != ACCEL_OK) return status;
+  uint64_t dst_at = accel__buffer_offset(dst, dst_offset);
+  uint64_t src_at = accel__buffer_offset(src, src_offset);
+  if (s == d) {
+    return d->ops->copy_d2d(d->impl, stream->impl, dst->impl, dst_at, src->impl,
+                            src_at, size);
+  }
   return d->plugin->copy_peer(d->plugin, d->impl, stream->impl, dst->impl,
-                              dst_offset, s->impl, src->impl, src_offset, size);
+                              dst_at, s->impl, src->impl, src_at, size);
 }
 
 accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,
@@ -175,7 +208,9 @@ accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,
                                         uint8_t value, size_t size) {
   accel_status_t status = accel__check_stream_op(
       "accel_stream_fill_buffer", "dst", stream, dst, offset, size);
+  if (status == ACCEL_OK) status = accel__buffer_use(dst, stream);
   if (status != ACCEL_OK) return status;
   accel_device_t* d = stream->device;
-  return d->ops->memset(d->impl, stream->impl, dst->impl, offset, value, size);
+  return d->ops->memset(d->impl, stream->impl, dst->impl,
+                        accel__buffer_offset(dst, offset), value, size);
 }

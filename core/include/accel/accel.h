@@ -113,6 +113,24 @@ enum accel_event_flag_bits {
   ACCEL_EVENT_TIMING = 1u << 0,
   ACCEL_EVENT_FLAG_MAX_ENUM = 0x7fffffff
 };
+
+// Element type of the built-in ops. Values are stable.
+typedef enum accel_dtype {
+  ACCEL_DTYPE_F32 = 0,   // IEEE binary32
+  ACCEL_DTYPE_F16 = 1,   // IEEE binary16
+  ACCEL_DTYPE_BF16 = 2,  // bfloat16: the top 16 bits of a binary32
+  ACCEL_DTYPE_I32 = 3,   // two's complement 32-bit integer
+  ACCEL_DTYPE_MAX_ENUM = 0x7fffffff
+} accel_dtype_t;
+
+// GEMM flags.
+typedef uint32_t accel_gemm_flags_t;
+enum accel_gemm_flag_bits {
+  // f32 GEMM may round its inputs to TF32 (10-bit mantissa) on hardware
+  // with TF32 tensor cores. Ignored elsewhere.
+  ACCEL_GEMM_ALLOW_TF32 = 1u << 0,
+  ACCEL_GEMM_FLAG_MAX_ENUM = 0x7fffffff
+};
 #endif  // ACCEL_SHARED_TYPES_DEFINED_
 
 // Opaque handles, owned by the core.
@@ -120,6 +138,8 @@ typedef struct accel_device accel_device_t;
 typedef struct accel_buffer accel_buffer_t;
 typedef struct accel_stream accel_stream_t;
 typedef struct accel_event accel_event_t;
+typedef struct accel_module accel_module_t;
+typedef struct accel_kernel accel_kernel_t;
 
 // ===========================================================================
 // Library
@@ -322,12 +342,18 @@ typedef struct accel_device_info {
   char pci_bus_id[32];
   char features[256];
   char driver_version[64];
+  // -- since accel 0.2 --
+  // The module format the device loads ("elf-x86_64", "cuda-sm_90",
+  // "amdgcn-gfx90a"), or "" if it runs no custom kernels.
+  char module_target[64];
 } accel_device_info_t;
 
 // Fills `*out_info` (whose `struct_size` the caller sets to
-// sizeof(accel_device_info_t)) from the plugin. Returns
-// ACCEL_ERROR_INVALID_ARGUMENT for NULL arguments or a `struct_size` that
-// is too small, or the plugin's error.
+// sizeof(accel_device_info_t)) from the plugin. A caller built against an
+// older accel_device_info_t (without `module_target`) gets the fields that
+// fit its `struct_size`. Returns ACCEL_ERROR_INVALID_ARGUMENT for NULL
+// arguments or a `struct_size` smaller than the first version of the
+// struct, or the plugin's error.
 ACCEL_API accel_status_t accel_device_query_info(accel_device_t* device,
                                                  accel_device_info_t* out_info);
 
@@ -352,17 +378,27 @@ ACCEL_API const char* accel_device_cap_name(accel_device_caps_t cap);
 // done; they do not wait for unrelated stream work.
 // ===========================================================================
 
-// Allocates `size` bytes on `device`. ACCEL_ERROR_INVALID_ARGUMENT if `size`
-// is 0, ACCEL_ERROR_OUT_OF_DEVICE_MEMORY if the device is full.
+// Allocates `size` bytes on `device` from its caching allocator (see
+// "Memory" below); the buffer is ready for any stream. The buffer keeps
+// `device` alive. ACCEL_ERROR_INVALID_ARGUMENT if `size` is 0,
+// ACCEL_ERROR_OUT_OF_DEVICE_MEMORY if the device is full even after the
+// allocator gave its cache back (the message says how much was requested,
+// allocated, reserved, free and total), ACCEL_ERROR_OUT_OF_MEMORY if host
+// memory for the bookkeeping ran out.
 ACCEL_API accel_status_t accel_buffer_create(accel_device_t* device,
                                              size_t size,
                                              accel_buffer_t** out_buffer);
 
 ACCEL_API void accel_buffer_retain(accel_buffer_t* buffer);
 
-// Drops a reference; frees the memory when the last one goes. The caller
-// must not release the last reference while enqueued work still uses the
-// buffer (synchronise the stream first).
+// Drops a reference; frees the memory when the last one goes. Releasing
+// the last reference while enqueued work still uses the buffer is safe:
+// the core saw every stream operation on it, and the memory is reused only
+// after that work completes (at once by later allocations on the stream it
+// was allocated on, which run after that work anyway). Uses the core cannot
+// see must be declared with accel_buffer_record_stream(). Never blocks,
+// except for a buffer read by a peer copy on another device's stream, which
+// waits for that stream.
 ACCEL_API void accel_buffer_release(accel_buffer_t* buffer);
 
 // Size in bytes as requested at creation; 0 for NULL.
@@ -397,17 +433,146 @@ ACCEL_API accel_status_t accel_buffer_fill(accel_buffer_t* buffer,
                                            size_t size);
 
 // ===========================================================================
+// Memory: caching allocator and statistics (DESIGN decision 10).
+//
+// Every device has one caching allocator in the core, whatever the backend.
+// Requests are rounded up to 512 bytes. Requests of up to 1 MiB share 2 MiB
+// segments; larger ones get segments of their own, rounded up to 2 MiB.
+// A freed block stays cached for the next request that fits (best fit,
+// split and merged with its free neighbours) instead of going back to the
+// plugin. The allocator is stream-ordered: a freed block is reused at once
+// by later work on the stream it was allocated on, and by anything else
+// only after all work that streams queued on it has completed (checked
+// with events, never waited for). When the device reports out of memory,
+// the allocator gives every unused cached segment back and retries once.
+//
+// ACCEL_ALLOCATOR=raw (read when a device is opened) turns caching off:
+// every buffer is its own plugin allocation of exactly its size, returned
+// as soon as it is free and no stream can still use it. Use it with
+// sanitizers and memory debuggers. Statistics count the same either way.
+// ===========================================================================
+
+// Allocates `size` bytes on the device of `stream` for use in stream order
+// on `stream`: the memory may be a block freed from `stream` whose earlier
+// work has not finished yet, which is safe for work enqueued on `stream`
+// from now on. Use it on another stream only after synchronising with
+// `stream` (an event, or accel_stream_synchronize()). The buffer keeps the
+// device alive. Returns the statuses of accel_buffer_create(), and
+// ACCEL_ERROR_INVALID_ARGUMENT for a NULL `stream` or `out_buffer` or a
+// `size` of 0.
+ACCEL_API accel_status_t accel_stream_alloc_buffer(accel_stream_t* stream,
+                                                   size_t size,
+                                                   accel_buffer_t** out_buffer);
+
+// Declares that work on `stream` uses `buffer` in a way the core cannot
+// see (for example a kernel of another library given the buffer's device
+// address), so that freeing the buffer waits for the work `stream` has
+// enqueued when the last reference goes. Stream operations of this API are
+// tracked without it. `stream` may be on another device of the buffer's
+// backend. Returns ACCEL_ERROR_INVALID_ARGUMENT for NULL arguments or
+// another backend's stream, ACCEL_ERROR_OUT_OF_MEMORY if the record cannot
+// be stored.
+ACCEL_API accel_status_t accel_buffer_record_stream(accel_buffer_t* buffer,
+                                                    accel_stream_t* stream);
+
+// Memory statistics of one device (like torch.cuda.memory_stats()).
+// Caller-owned; set `struct_size` to sizeof(accel_memory_stats_t) first.
+// Byte counts include the allocator's rounding. "Peak" fields are the
+// highest value since the device was opened or the last
+// accel_device_reset_peak_memory_stats(); the other counters only grow.
+typedef struct accel_memory_stats {
+  uint32_t struct_size;
+  // Bytes of live buffers (block sizes), current and peak.
+  uint64_t allocated_bytes;
+  uint64_t allocated_bytes_peak;
+  // Bytes the allocator holds from the plugin (segments), current and peak.
+  uint64_t reserved_bytes;
+  uint64_t reserved_bytes_peak;
+  // Blocks that are live buffers, or freed but not yet reusable because
+  // stream work queued on them had not finished when the allocator last
+  // looked (it looks when a request misses the cache, and on empty-cache),
+  // current and peak.
+  uint64_t active_blocks;
+  uint64_t active_blocks_peak;
+  // Bytes live buffers asked for, before rounding.
+  uint64_t requested_bytes;
+  // Plugin allocations and frees (segments).
+  uint64_t raw_allocs;
+  uint64_t raw_frees;
+  // Allocations served from the cache, and those that needed a new segment.
+  uint64_t cache_hits;
+  uint64_t cache_misses;
+  // Times an allocation emptied the cache and retried after the device ran
+  // out of memory, and allocations that failed even then.
+  uint64_t oom_retries;
+  uint64_t ooms;
+  // Free bytes in segments that are partly in use (fragmentation).
+  uint64_t inactive_split_bytes;
+} accel_memory_stats_t;
+
+// Copies the statistics of `device` into `*out_stats`. Returns
+// ACCEL_ERROR_INVALID_ARGUMENT for NULL arguments or a `struct_size`
+// smaller than this first version of the struct (a larger one is fine: the
+// fields this library knows are written).
+ACCEL_API accel_status_t accel_device_query_memory_stats(
+    accel_device_t* device, accel_memory_stats_t* out_stats);
+
+// Writes a human-readable table of the statistics of `device` (like
+// torch.cuda.memory_summary()), including pinned host memory, snprintf
+// style: at most `size` bytes including a terminating NUL go to `buf`, and
+// `*out_length` is the full length without the NUL, so a caller may ask
+// with `buf` NULL and `size` 0 first. Returns ACCEL_ERROR_INVALID_ARGUMENT
+// for a NULL `device` or `out_length`, or a NULL `buf` with a non-zero
+// `size`.
+ACCEL_API accel_status_t accel_device_memory_summary(accel_device_t* device,
+                                                     char* buf, size_t size,
+                                                     size_t* out_length);
+
+// Gives every cached segment that holds no live buffer back to the plugin,
+// and the cached pinned host blocks too (like torch.cuda.empty_cache()).
+// Blocks still waiting for stream work, and blocks of a stream that is not
+// idle, are skipped, never waited for. Live buffers are unaffected.
+// Returns ACCEL_ERROR_INVALID_ARGUMENT for a NULL `device`.
+ACCEL_API accel_status_t accel_device_empty_cache(accel_device_t* device);
+
+// Sets every peak statistic of `device` to its current value. Returns
+// ACCEL_ERROR_INVALID_ARGUMENT for a NULL `device`.
+ACCEL_API accel_status_t
+accel_device_reset_peak_memory_stats(accel_device_t* device);
+
+// ===========================================================================
 // Host memory.
+//
+// Copies between a buffer and host memory from accel_host_alloc() are truly
+// asynchronous on backends with ACCEL_DEVICE_CAP_PINNED_MEMORY: the device
+// reads or writes the page-locked memory directly while the caller goes on.
+// Other host memory ("pageable") is fine for stream copies too, with one
+// contract on every backend: the memory stays valid (and, as a source,
+// unchanged) until the stream reaches the copy, i.e. until a later
+// synchronisation with the stream or an event recorded after the copy. The
+// CPU plugin reads or writes it when the stream reaches the copy; a GPU
+// backend may stage it through a pinned bounce buffer, which can make the
+// enqueue wait; neither gives the memory back early.
 // ===========================================================================
 
 // Allocates `size` bytes of host memory suited to fast transfers with
 // `device`: page-locked where the plugin supports it
 // (ACCEL_DEVICE_CAP_PINNED_MEMORY), otherwise ordinary 64-byte-aligned
-// memory. Free with accel_host_free() on the same device.
+// memory. Blocks are pooled by the core, since pinning is slow: a freed
+// block is kept for a later request of its size class (at most 25% larger
+// than asked for; ACCEL_ALLOCATOR=raw turns this off and
+// accel_device_empty_cache() gives the cache back). The memory keeps
+// `device` alive until freed. Free it with accel_host_free() on the same
+// device. Returns ACCEL_ERROR_INVALID_ARGUMENT for NULL arguments or a
+// `size` of 0, ACCEL_ERROR_OUT_OF_MEMORY (or the plugin's status) when the
+// memory cannot be had even after giving the cache back.
 ACCEL_API accel_status_t accel_host_alloc(accel_device_t* device, size_t size,
                                           void** out_ptr);
 
-// Frees memory from accel_host_alloc(). NULL `ptr` is a no-op.
+// Frees memory from accel_host_alloc() on `device`. No enqueued work may
+// still use it: synchronise with the streams that copy from or to it
+// first. NULL `ptr` is a no-op; a pointer that is not live memory from
+// accel_host_alloc() on `device` is ignored with a warning in the log.
 ACCEL_API void accel_host_free(accel_device_t* device, void* ptr);
 
 // ===========================================================================
@@ -443,8 +608,9 @@ ACCEL_API accel_status_t accel_stream_wait_event(accel_stream_t* stream,
                                                  accel_event_t* event);
 
 // Enqueues a copy of `size` bytes from host `src` to `dst` at `dst_offset`.
-// `src` must stay valid and unchanged until the stream reaches the copy.
-// `dst` must be on the stream's device.
+// `src` must stay valid and unchanged until the stream reaches the copy
+// (see "Host memory" for pinned and pageable memory). `dst` must be on the
+// stream's device.
 ACCEL_API accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
                                                    accel_buffer_t* dst,
                                                    size_t dst_offset,
@@ -453,7 +619,8 @@ ACCEL_API accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
 
 // Enqueues a copy of `size` bytes from `src` at `src_offset` to host `dst`.
 // `dst` must stay valid until the stream reaches the copy; read it only
-// after synchronising. `src` must be on the stream's device.
+// after synchronising (see "Host memory"). `src` must be on the stream's
+// device.
 ACCEL_API accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
                                                   accel_buffer_t* src,
                                                   size_t src_offset, void* dst,
@@ -503,6 +670,193 @@ ACCEL_API accel_status_t accel_event_query(accel_event_t* event,
 ACCEL_API accel_status_t accel_event_elapsed_ms(accel_event_t* start,
                                                 accel_event_t* end,
                                                 float* out_ms);
+
+// ===========================================================================
+// Built-in ops (DESIGN decision 12): portable kernels every first-party
+// backend implements, checked against the CPU plugin by the conformance
+// suite. Each is enqueued on `stream` and returns once enqueued, like a
+// kernel launch; errors of the work surface at the next synchronisation.
+// Buffers must be on the stream's device. Offsets are in bytes and must be
+// multiples of the element size; counts are elements of `dtype`. An input
+// may be the output itself (the same range) but must not partially overlap
+// it. The core validates dtypes, counts, alignment, overlap and bounds and
+// returns ACCEL_ERROR_INVALID_ARGUMENT with a message naming the operand;
+// a backend without the op returns ACCEL_ERROR_UNSUPPORTED. A count of 0
+// is valid and enqueues nothing. F16/BF16 arithmetic is done in f32 and
+// rounded to nearest even on store.
+// ===========================================================================
+
+// Size in bytes of one element of `dtype`, or 0 for an unknown value.
+ACCEL_API size_t accel_dtype_size(accel_dtype_t dtype);
+
+// Short name of `dtype` ("f32", "f16", "bf16", "i32"), or NULL if unknown.
+// Static storage.
+ACCEL_API const char* accel_dtype_name(accel_dtype_t dtype);
+
+// dst[i] = value converted to `dtype`, for i < count. Float conversion
+// rounds to nearest even; I32 truncates toward zero and saturates.
+ACCEL_API accel_status_t accel_op_fill(accel_stream_t* stream,
+                                       accel_buffer_t* dst, size_t dst_offset,
+                                       accel_dtype_t dtype, size_t count,
+                                       double value);
+
+// dst[i] = (dst_dtype)src[i]: any pair of dtypes. Float to I32 truncates
+// toward zero and saturates (NaN gives 0). The ranges must not overlap
+// unless they are identical and the dtypes have the same size.
+ACCEL_API accel_status_t accel_op_cast(accel_stream_t* stream,
+                                       accel_buffer_t* dst, size_t dst_offset,
+                                       accel_dtype_t dst_dtype,
+                                       accel_buffer_t* src, size_t src_offset,
+                                       accel_dtype_t src_dtype, size_t count);
+
+// x[i] = alpha * x[i]. Float dtypes only.
+ACCEL_API accel_status_t accel_op_scale(accel_stream_t* stream,
+                                        accel_buffer_t* x, size_t x_offset,
+                                        accel_dtype_t dtype, size_t count,
+                                        double alpha);
+
+// y[i] = alpha * x[i] + y[i]. Float dtypes only.
+ACCEL_API accel_status_t accel_op_axpy(accel_stream_t* stream,
+                                       accel_buffer_t* y, size_t y_offset,
+                                       accel_buffer_t* x, size_t x_offset,
+                                       accel_dtype_t dtype, size_t count,
+                                       double alpha);
+
+// z[i] = x[i] + y[i]. I32 wraps modulo 2^32.
+ACCEL_API accel_status_t accel_op_add(accel_stream_t* stream, accel_buffer_t* z,
+                                      size_t z_offset, accel_buffer_t* x,
+                                      size_t x_offset, accel_buffer_t* y,
+                                      size_t y_offset, accel_dtype_t dtype,
+                                      size_t count);
+
+// z[i] = x[i] * y[i]. I32 wraps modulo 2^32.
+ACCEL_API accel_status_t accel_op_mul(accel_stream_t* stream, accel_buffer_t* z,
+                                      size_t z_offset, accel_buffer_t* x,
+                                      size_t x_offset, accel_buffer_t* y,
+                                      size_t y_offset, accel_dtype_t dtype,
+                                      size_t count);
+
+// out[0] = sum of x[i] for i < count, stored as `dtype` at `out_offset`.
+// Floats accumulate in at least f32 (pairwise or blocked: the order is
+// unspecified); I32 sums exactly in 64 bits and stores the low 32 bits.
+// count 0 stores 0.
+ACCEL_API accel_status_t accel_op_sum(accel_stream_t* stream,
+                                      accel_buffer_t* out, size_t out_offset,
+                                      accel_buffer_t* x, size_t x_offset,
+                                      accel_dtype_t dtype, size_t count);
+
+// One row-major GEMM: C[m x n] = alpha * op(A) * op(B) + beta * C, where
+// op(A) is m x k and op(B) is k x n. Initialise with accel_gemm_init().
+typedef struct accel_gemm {
+  uint32_t struct_size;
+  accel_dtype_t a_dtype;  // F32, F16 or BF16; b_dtype must match
+  accel_dtype_t b_dtype;
+  accel_dtype_t c_dtype;  // == a_dtype, or F32 with F16/BF16 inputs
+  bool trans_a;           // A is stored k x m and used transposed
+  bool trans_b;           // B is stored n x k and used transposed
+  accel_gemm_flags_t flags;
+  size_t m, n, k;
+  double alpha, beta;  // beta == 0 ignores C's old contents (even NaN)
+  accel_buffer_t* a;
+  size_t a_offset;  // bytes
+  size_t lda;       // elements between rows of A as stored; >= its columns
+  accel_buffer_t* b;
+  size_t b_offset;
+  size_t ldb;
+  accel_buffer_t* c;
+  size_t c_offset;
+  size_t ldc;
+} accel_gemm_t;
+
+// Fills `gemm` with defaults: f32, no transposes, alpha 1, beta 0, no
+// flags, everything else 0. Leading dimensions of 0 mean "packed" (the
+// number of stored columns). Does nothing if `gemm` is NULL.
+ACCEL_API void accel_gemm_init(accel_gemm_t* gemm);
+
+// Enqueues `gemm` on `stream`. A, B and C must be on the stream's device;
+// C must not overlap A or B. m or n of 0 enqueues nothing; k of 0 gives
+// C = beta * C. ACCEL_ERROR_INVALID_ARGUMENT for bad shapes, leading
+// dimensions, dtype combinations or buffers too small for the stated
+// shape (the message gives the bytes needed and available).
+ACCEL_API accel_status_t accel_op_gemm(accel_stream_t* stream,
+                                       const accel_gemm_t* gemm);
+
+// ===========================================================================
+// Custom kernels: a module is a target binary (CUDA cubin, fatbin or PTX;
+// AMD code object; CPU shared object, see <accel/cpu_kernel.h>) loaded on
+// one device; a kernel is a function looked up in it by name.
+// ===========================================================================
+
+// Loads a module from `size` bytes at `image` (copied; the caller may free
+// it afterwards). An image built for another backend or architecture is
+// ACCEL_ERROR_INCOMPATIBLE with a message naming what the image holds and
+// what the device wants ("holds an AMD code object (gfx90a); cpu:0 loads
+// elf-x86_64"). ACCEL_ERROR_UNSUPPORTED if the device runs no kernels.
+ACCEL_API accel_status_t accel_module_create(accel_device_t* device,
+                                             const void* image, size_t size,
+                                             accel_module_t** out_module);
+
+// Like accel_module_create() with the contents of the file at `path`.
+// ACCEL_ERROR_NOT_FOUND if it cannot be read; ACCEL_ERROR_INVALID_ARGUMENT
+// if it is empty or larger than 1 GiB.
+ACCEL_API accel_status_t accel_module_create_from_file(
+    accel_device_t* device, const char* path, accel_module_t** out_module);
+
+// Adds a reference to `module`. NULL is ignored.
+ACCEL_API void accel_module_retain(accel_module_t* module);
+
+// Drops a reference; the module is unloaded once no kernel from it is
+// alive and no launch of it is pending: the final release blocks until
+// launches still queued on any stream have finished. NULL is ignored.
+ACCEL_API void accel_module_release(accel_module_t* module);
+
+// Looks up the kernel called `name` in `module`. ACCEL_ERROR_NOT_FOUND
+// with the name in the message if there is none. The kernel keeps the
+// module alive.
+ACCEL_API accel_status_t accel_kernel_create(accel_module_t* module,
+                                             const char* name,
+                                             accel_kernel_t** out_kernel);
+
+ACCEL_API void accel_kernel_retain(accel_kernel_t* kernel);
+ACCEL_API void accel_kernel_release(accel_kernel_t* kernel);
+
+// Kind of one kernel argument.
+typedef enum accel_kernel_arg_kind {
+  ACCEL_KERNEL_ARG_VALUE = 0,   // `size` bytes copied from `value`
+  ACCEL_KERNEL_ARG_BUFFER = 1,  // the device address of `buffer` + `offset`
+  ACCEL_KERNEL_ARG_KIND_MAX_ENUM = 0x7fffffff
+} accel_kernel_arg_kind_t;
+
+// One kernel argument. Values are copied at launch, so they may live on
+// the caller's stack.
+typedef struct accel_kernel_arg {
+  accel_kernel_arg_kind_t kind;
+  uint32_t size;
+  const void* value;
+  accel_buffer_t* buffer;
+  size_t offset;
+} accel_kernel_arg_t;
+
+// Grid and block geometry of a launch. Initialise with
+// accel_launch_config_init(): grid and block 1 x 1 x 1, no shared memory.
+typedef struct accel_launch_config {
+  uint32_t struct_size;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;  // dynamic shared memory per block
+} accel_launch_config_t;
+
+ACCEL_API void accel_launch_config_init(accel_launch_config_t* config);
+
+// Enqueues `kernel` on `stream` with `config` and `num_args` arguments.
+// Buffers must be on the stream's device, which must be the kernel's.
+// ACCEL_ERROR_INVALID_ARGUMENT for a zero dimension, a block larger than
+// the device's max_threads_per_block, NULL arguments or out-of-range
+// buffer offsets.
+ACCEL_API accel_status_t
+accel_kernel_launch(accel_kernel_t* kernel, accel_stream_t* stream,
+                    const accel_launch_config_t* config, size_t num_args,
+                    const accel_kernel_arg_t* args);
 
 #ifdef __cplusplus
 }  // extern "C"

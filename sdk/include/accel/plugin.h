@@ -47,7 +47,7 @@ extern "C" {
 
 // Minor ABI version: the number of "since ABI 1.N" additions this header
 // has. Informational: compatibility is decided by struct_size, not by this.
-#define ACCEL_PLUGIN_ABI_MINOR 0u
+#define ACCEL_PLUGIN_ABI_MINOR 1u
 
 // Name of the one exported symbol; pass it to dlsym().
 #define ACCEL_PLUGIN_ENTRY_NAME "accel_plugin_entry"
@@ -123,6 +123,24 @@ enum accel_event_flag_bits {
   ACCEL_EVENT_TIMING = 1u << 0,
   ACCEL_EVENT_FLAG_MAX_ENUM = 0x7fffffff
 };
+
+// Element type of the built-in ops. Values are stable.
+typedef enum accel_dtype {
+  ACCEL_DTYPE_F32 = 0,   // IEEE binary32
+  ACCEL_DTYPE_F16 = 1,   // IEEE binary16
+  ACCEL_DTYPE_BF16 = 2,  // bfloat16: the top 16 bits of a binary32
+  ACCEL_DTYPE_I32 = 3,   // two's complement 32-bit integer
+  ACCEL_DTYPE_MAX_ENUM = 0x7fffffff
+} accel_dtype_t;
+
+// GEMM flags.
+typedef uint32_t accel_gemm_flags_t;
+enum accel_gemm_flag_bits {
+  // f32 GEMM may round its inputs to TF32 (10-bit mantissa) on hardware
+  // with TF32 tensor cores. Ignored elsewhere.
+  ACCEL_GEMM_ALLOW_TF32 = 1u << 0,
+  ACCEL_GEMM_FLAG_MAX_ENUM = 0x7fffffff
+};
 #endif  // ACCEL_SHARED_TYPES_DEFINED_
 
 // ---------------------------------------------------------------------------
@@ -181,7 +199,41 @@ typedef struct accel_plugin_device_props {
   char pci_bus_id[32];             // "0000:3b:00.0", or empty
   char features[256];              // space-separated ISA/driver features
   char driver_version[64];         // driver or runtime version, or empty
+  // -- since ABI 1.1 --
+  // The module format this device loads, as "<format>-<target>":
+  // "elf-x86_64", "elf-aarch64" (host shared objects), "cuda-sm_90",
+  // "amdgcn-gfx90a". The core compares it with what a module image holds
+  // and rejects a mismatch before the plugin sees the image. Empty if the
+  // device loads no modules.
+  char module_target[64];
 } accel_plugin_device_props_t;
+
+// Row-major GEMM as the core hands it to a plugin, already validated:
+// C[m x n] = alpha * op(A)[m x k] * op(B)[k x n] + beta * C, where op(X) is
+// X or its transpose. Matrices are row-major with leading dimensions in
+// elements; offsets are in bytes from the start of the plugin memory.
+// Accumulation is f32 (or wider) for every dtype. Since ABI 1.1.
+typedef struct accel_plugin_gemm {
+  uint32_t struct_size;
+  uint32_t a_dtype;  // accel_dtype_t; a_dtype == b_dtype
+  uint32_t b_dtype;
+  uint32_t c_dtype;  // == a_dtype, or F32 for F16/BF16 inputs
+  uint32_t trans_a;  // 0 or 1
+  uint32_t trans_b;
+  accel_gemm_flags_t flags;
+  uint32_t reserved0;
+  uint64_t m, n, k;
+  double alpha, beta;
+  void* a;
+  uint64_t a_offset;
+  uint64_t lda;
+  void* b;
+  uint64_t b_offset;
+  uint64_t ldb;
+  void* c;
+  uint64_t c_offset;
+  uint64_t ldc;
+} accel_plugin_gemm_t;
 
 // Kind of one kernel argument.
 typedef enum accel_plugin_arg_kind {
@@ -317,6 +369,55 @@ typedef struct accel_device_ops {
   // (optional) Enqueues `function` on `stream` with `launch`.
   accel_status_t (*launch)(void* function, void* stream,
                            const accel_plugin_launch_t* launch);
+
+  // -- since ABI 1.1 --
+  // Built-in portable ops (DESIGN decision 12). Each is (optional): NULL
+  // makes the core return ACCEL_ERROR_UNSUPPORTED. Every op is enqueued on
+  // `stream` (never NULL) like a kernel. Offsets are bytes into the plugin
+  // memory, counts are elements, `dtype` is an accel_dtype_t. The core has
+  // checked dtypes and bounds; count is never 0. Float ops on F16/BF16
+  // compute in f32 and round to nearest even on store.
+  //
+  // (optional) dst[i] = value converted to `dtype` (round to nearest even;
+  // I32 truncates toward zero and saturates), i < count.
+  accel_status_t (*op_fill)(void* device, void* stream, void* dst,
+                            uint64_t dst_offset, uint32_t dtype, uint64_t count,
+                            double value);
+  // (optional) dst[i] = (dst_dtype)src[i]. Float to I32 truncates toward
+  // zero and saturates (NaN gives 0); I32 to float rounds to nearest even.
+  accel_status_t (*op_cast)(void* device, void* stream, void* dst,
+                            uint64_t dst_offset, uint32_t dst_dtype,
+                            const void* src, uint64_t src_offset,
+                            uint32_t src_dtype, uint64_t count);
+  // (optional) x[i] = alpha * x[i]. Float dtypes only.
+  accel_status_t (*op_scale)(void* device, void* stream, void* x,
+                             uint64_t x_offset, uint32_t dtype, uint64_t count,
+                             double alpha);
+  // (optional) y[i] = alpha * x[i] + y[i]. Float dtypes only.
+  accel_status_t (*op_axpy)(void* device, void* stream, void* y,
+                            uint64_t y_offset, const void* x, uint64_t x_offset,
+                            uint32_t dtype, uint64_t count, double alpha);
+  // (optional) z[i] = x[i] + y[i]. I32 wraps modulo 2^32.
+  accel_status_t (*op_add)(void* device, void* stream, void* z,
+                           uint64_t z_offset, const void* x, uint64_t x_offset,
+                           const void* y, uint64_t y_offset, uint32_t dtype,
+                           uint64_t count);
+  // (optional) z[i] = x[i] * y[i]. I32 wraps modulo 2^32.
+  accel_status_t (*op_mul)(void* device, void* stream, void* z,
+                           uint64_t z_offset, const void* x, uint64_t x_offset,
+                           const void* y, uint64_t y_offset, uint32_t dtype,
+                           uint64_t count);
+  // (optional) out[0] = sum of x[i], i < count. Floats accumulate in at
+  // least f32 (the order is unspecified; pairwise or blocked summation is
+  // expected) and store as `dtype`; I32 accumulates exactly in 64 bits and
+  // stores the low 32 bits.
+  accel_status_t (*op_sum)(void* device, void* stream, void* out,
+                           uint64_t out_offset, const void* x,
+                           uint64_t x_offset, uint32_t dtype, uint64_t count);
+  // (optional) Row-major GEMM, see accel_plugin_gemm_t. m, n > 0; k may be
+  // 0 (C = beta * C).
+  accel_status_t (*op_gemm)(void* device, void* stream,
+                            const accel_plugin_gemm_t* gemm);
 } accel_device_ops_t;
 
 // Smallest device-ops table the core accepts: everything up to and

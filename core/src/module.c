@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: MIT
+//
+// Custom kernels: modules (a target binary loaded on one device) and the
+// kernels looked up in them. The core sniffs every image and rejects one
+// built for another backend or architecture itself, so the message names
+// both targets the same way for every plugin.
+//
+// Lifetime: a kernel keeps its module alive and a module its device. A
+// launch may still be queued when the last reference goes, so each module
+// records an event on every stream it was launched on (one per stream,
+// re-recorded by each launch), and the final release waits for those
+// events before the plugin unloads the code. The wait blocks the releasing
+// thread only when launches are still pending.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+// Largest file accel_module_create_from_file() reads.
+#define ACCEL__MODULE_FILE_MAX ((size_t)1 << 30)
+
+// Arguments translated on the stack up to this many; the heap beyond.
+#define ACCEL__LAUNCH_STACK_ARGS 16
+
+// The last launch of a module on one stream.
+typedef struct accel__launch_mark {
+  const accel_stream_t* stream;  // identity only; never dereferenced
+  void* event;                   // plugin event, recorded after each launch
+} accel__launch_mark_t;
+
+struct accel_module {
+  atomic_uint refs;
+  accel_device_t* device;
+  void* impl;
+  pthread_mutex_t lock;  // guards the marks
+  accel__launch_mark_t* marks;
+  size_t mark_count;
+  size_t mark_capacity;
+};
+
+struct accel_kernel {
+  atomic_uint refs;
+  accel_module_t* module;
+  void* impl;
+};
+
+// ---------------------------------------------------------------------------
+// Modules.
+// ---------------------------------------------------------------------------
+
+// Length of the "<format>" part of a "<format>-<target>" string.
+static size_t accel__family_len(const char* target) {
+  const char* dash = strchr(target, '-');
+  return dash != NULL ? (size_t)(dash - target) : strlen(target);
+}
+
+// Decides whether `device` can be handed an image that holds `target`:
+// host ELF must match exactly; for GPU formats the family must match and
+// the plugin decides about the architecture (fatbins and PTX run on many).
+static accel_status_t accel__check_target(const char* what,
+                                          const accel_device_t* device,
+                                          const char* target,
+                                          const char* description) {
+  const char* want = device->module_target;
+  size_t fam = accel__family_len(target);
+  bool ok = strcmp(target, "unknown") != 0 && fam == accel__family_len(want) &&
+            memcmp(target, want, fam) == 0;
+  if (ok && strncmp(target, "elf", fam) == 0) ok = strcmp(target, want) == 0;
+  if (ok) return ACCEL_OK;
+  return accel__fail(ACCEL_ERROR_INCOMPATIBLE,
+                     "%s: module holds %s; %s loads %s", what, description,
+                     device->uri, want);
+}
+
+accel_status_t accel_module_create(accel_device_t* device, const void* image,
+                                   size_t size, accel_module_t** out_module) {
+  static const char what[] = "accel_module_create";
+  if (out_module != NULL) *out_module = NULL;
+  if (device == NULL || image == NULL || size == 0 || out_module == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: device, a non-empty image and out_module are "
+                       "required",
+                       what);
+  }
+  if (device->module_target[0] == '\0') {
+    return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                       "%s: %s does not run custom kernels", what, device->uri);
+  }
+  char target[64];
+  char description[256];
+  accel__image_describe(image, size, target, sizeof(target), description,
+                        sizeof(description));
+  accel_status_t status =
+      accel__check_target(what, device, target, description);
+  if (status != ACCEL_OK) return status;
+
+  accel_module_t* module = calloc(1, sizeof(*module));
+  if (module == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: module handle", what);
+  }
+  if (pthread_mutex_init(&module->lock, NULL) != 0) {
+    free(module);
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: module lock", what);
+  }
+  status = device->ops->module_load(device->impl, image, size, &module->impl);
+  if (status != ACCEL_OK) {
+    pthread_mutex_destroy(&module->lock);
+    free(module);
+    return status;  // the plugin recorded why
+  }
+  atomic_init(&module->refs, 1);
+  module->device = device;
+  accel_device_retain(device);
+  *out_module = module;
+  return ACCEL_OK;
+}
+
+// Reads all of `file` into a new heap block, up to ACCEL__MODULE_FILE_MAX.
+static accel_status_t accel__read_file(const char* what, const char* path,
+                                       FILE* file, void** out_data,
+                                       size_t* out_size) {
+  size_t capacity = 1 << 16, size = 0;
+  unsigned char* data = malloc(capacity);
+  while (data != NULL) {
+    size += fread(data + size, 1, capacity - size, file);
+    if (size < capacity) break;  // end of file or error
+    if (capacity >= ACCEL__MODULE_FILE_MAX) {
+      free(data);
+      return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "%s: '%s' is larger than the %zu-byte limit", what,
+                         path, ACCEL__MODULE_FILE_MAX);
+    }
+    capacity *= 2;
+    unsigned char* grown = realloc(data, capacity);
+    if (grown == NULL) free(data);
+    data = grown;
+  }
+  if (data == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: no memory to read '%s'",
+                       what, path);
+  }
+  if (ferror(file)) {
+    int err = errno;
+    free(data);
+    return accel__fail(ACCEL_ERROR_NOT_FOUND, "%s: cannot read '%s': %s", what,
+                       path, strerror(err));
+  }
+  *out_data = data;
+  *out_size = size;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_module_create_from_file(accel_device_t* device,
+                                             const char* path,
+                                             accel_module_t** out_module) {
+  static const char what[] = "accel_module_create_from_file";
+  if (out_module != NULL) *out_module = NULL;
+  if (device == NULL || path == NULL || out_module == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: device, path and out_module are required", what);
+  }
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) {
+    return accel__fail(ACCEL_ERROR_NOT_FOUND, "%s: cannot open '%s': %s", what,
+                       path, strerror(errno));
+  }
+  void* data = NULL;
+  size_t size = 0;
+  accel_status_t status = accel__read_file(what, path, file, &data, &size);
+  fclose(file);
+  if (status != ACCEL_OK) return status;
+  if (size == 0) {
+    free(data);
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: '%s' is empty", what,
+                       path);
+  }
+  status = accel_module_create(device, data, size, out_module);
+  free(data);
+  return status;
+}
+
+void accel_module_retain(accel_module_t* module) {
+  if (module != NULL) atomic_fetch_add(&module->refs, 1);
+}
+
+void accel_module_release(accel_module_t* module) {
+  if (module == NULL || atomic_fetch_sub(&module->refs, 1) != 1) return;
+  accel_device_t* device = module->device;
+  // Nobody else can launch it now; wait for what is still queued.
+  for (size_t i = 0; i < module->mark_count; i++) {
+    void* event = module->marks[i].event;
+    if (device->ops->event_synchronize(event) != ACCEL_OK) {
+      // The launch failed; its stream reports that. The code may go.
+      accel__log(ACCEL_LOG_DEBUG, "module on %s: a pending launch failed: %s",
+                 device->uri, accel_last_error());
+    }
+    device->ops->event_destroy(event);
+  }
+  device->ops->module_unload(module->impl);
+  free(module->marks);
+  pthread_mutex_destroy(&module->lock);
+  free(module);
+  accel_device_release(device);
+}
+
+// Records that `module` was just launched on `stream`. If that cannot be
+// recorded, waits for the stream instead, so a later final release never
+// unloads code that is still queued.
+static accel_status_t accel__module_mark(accel_module_t* module,
+                                         accel_stream_t* stream) {
+  const accel_device_ops_t* ops = module->device->ops;
+  accel_status_t status = ACCEL_OK;
+  pthread_mutex_lock(&module->lock);
+  accel__launch_mark_t* mark = NULL;
+  for (size_t i = 0; i < module->mark_count; i++) {
+    if (module->marks[i].stream == stream) {
+      mark = &module->marks[i];
+      break;
+    }
+  }
+  if (mark == NULL) {
+    if (module->mark_count == module->mark_capacity) {
+      size_t capacity = module->mark_capacity ? 2 * module->mark_capacity : 4;
+      accel__launch_mark_t* grown =
+          realloc(module->marks, capacity * sizeof(*grown));
+      if (grown != NULL) {
+        module->marks = grown;
+        module->mark_capacity = capacity;
+      }
+    }
+    void* event = NULL;
+    if (module->mark_count < module->mark_capacity &&
+        ops->event_create(module->device->impl, 0, &event) == ACCEL_OK) {
+      mark = &module->marks[module->mark_count++];
+      mark->stream = stream;
+      mark->event = event;
+    }
+  }
+  if (mark == NULL ||
+      ops->event_record(mark->event, stream->impl) != ACCEL_OK) {
+    status = ops->stream_synchronize(stream->impl);
+  }
+  pthread_mutex_unlock(&module->lock);
+  return status;
+}
+
+// ---------------------------------------------------------------------------
+// Kernels.
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_kernel_create(accel_module_t* module, const char* name,
+                                   accel_kernel_t** out_kernel) {
+  static const char what[] = "accel_kernel_create";
+  if (out_kernel != NULL) *out_kernel = NULL;
+  if (module == NULL || name == NULL || name[0] == '\0' || out_kernel == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: module, a non-empty name and out_kernel are "
+                       "required",
+                       what);
+  }
+  accel_kernel_t* kernel = calloc(1, sizeof(*kernel));
+  if (kernel == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: kernel handle", what);
+  }
+  accel_device_t* device = module->device;
+  accel_status_t status =
+      device->ops->module_function(module->impl, name, &kernel->impl);
+  if (status != ACCEL_OK) {
+    free(kernel);
+    if (status == ACCEL_ERROR_NOT_FOUND) {
+      // Name the function whatever the plugin said.
+      char reason[512];
+      snprintf(reason, sizeof(reason), "%s", accel_last_error());
+      return accel__fail(status,
+                         "%s: no kernel named '%.200s' in the module "
+                         "on %s%s%s",
+                         what, name, device->uri, reason[0] ? ": " : "",
+                         reason);
+    }
+    return status;
+  }
+  atomic_init(&kernel->refs, 1);
+  kernel->module = module;
+  accel_module_retain(module);
+  *out_kernel = kernel;
+  return ACCEL_OK;
+}
+
+void accel_kernel_retain(accel_kernel_t* kernel) {
+  if (kernel != NULL) atomic_fetch_add(&kernel->refs, 1);
+}
+
+void accel_kernel_release(accel_kernel_t* kernel) {
+  if (kernel == NULL || atomic_fetch_sub(&kernel->refs, 1) != 1) return;
+  accel_module_t* module = kernel->module;
+  free(kernel);  // plugin functions live as long as their module
+  accel_module_release(module);
+}
+
+void accel_launch_config_init(accel_launch_config_t* config) {
+  if (config == NULL) return;
+  memset(config, 0, sizeof(*config));
+  config->struct_size = sizeof(*config);
+  for (int i = 0; i < 3; i++) {
+    config->grid[i] = 1;
+    config->block[i] = 1;
+  }
+}
+
+// Checks the geometry of `config` against `device`.
+static accel_status_t accel__check_config(const char* what,
+                                          const accel_device_t* device,
+                                          const accel_launch_config_t* c) {
+  if (c->struct_size < sizeof(accel_launch_config_t)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: config->struct_size is %u, expected %zu; "
+                       "initialise it with accel_launch_config_init()",
+                       what, c->struct_size, sizeof(accel_launch_config_t));
+  }
+  if (c->grid[0] == 0 || c->grid[1] == 0 || c->grid[2] == 0 ||
+      c->block[0] == 0 || c->block[1] == 0 || c->block[2] == 0) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: grid %u x %u x %u, block %u x %u x %u: every "
+                       "dimension must be at least 1",
+                       what, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+                       c->block[1], c->block[2]);
+  }
+  uint64_t threads = (uint64_t)c->block[0] * c->block[1] * c->block[2];
+  uint32_t limit = device->max_threads_per_block;
+  if (limit != 0 && threads > limit) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: block %u x %u x %u is %llu threads; %s allows %u "
+                       "per block",
+                       what, c->block[0], c->block[1], c->block[2],
+                       (unsigned long long)threads, device->uri, limit);
+  }
+  return ACCEL_OK;
+}
+
+// Checks argument `i` and translates it for the plugin.
+static accel_status_t accel__translate_arg(const char* what,
+                                           const accel_stream_t* stream,
+                                           size_t i,
+                                           const accel_kernel_arg_t* arg,
+                                           accel_plugin_arg_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (arg->kind == ACCEL_KERNEL_ARG_VALUE) {
+    if (arg->value == NULL || arg->size == 0) {
+      return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "%s: args[%zu] is a value argument of %u bytes "
+                         "with a %s value; it needs a non-NULL value and a "
+                         "size > 0",
+                         what, i, arg->size,
+                         arg->value != NULL ? "non-NULL" : "NULL");
+    }
+    out->kind = ACCEL_PLUGIN_ARG_VALUE;
+    out->size = arg->size;
+    out->value = arg->value;
+    return ACCEL_OK;
+  }
+  if (arg->kind != ACCEL_KERNEL_ARG_BUFFER) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: args[%zu] has unknown kind %d", what, i,
+                       (int)arg->kind);
+  }
+  const accel_buffer_t* buffer = arg->buffer;
+  if (buffer == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: args[%zu] is a NULL buffer", what, i);
+  }
+  if (buffer->device != stream->device) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: args[%zu] buffer is on %s but the stream is on %s",
+                       what, i, buffer->device->uri, stream->device->uri);
+  }
+  if (arg->offset >= buffer->size) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: args[%zu] offset %zu is outside the %zu-byte "
+                       "buffer",
+                       what, i, arg->offset, buffer->size);
+  }
+  out->kind = ACCEL_PLUGIN_ARG_BUFFER;
+  out->mem = accel__buffer_mem(buffer);
+  out->offset = accel__buffer_offset(buffer, arg->offset);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_kernel_launch(accel_kernel_t* kernel,
+                                   accel_stream_t* stream,
+                                   const accel_launch_config_t* config,
+                                   size_t num_args,
+                                   const accel_kernel_arg_t* args) {
+  static const char what[] = "accel_kernel_launch";
+  if (kernel == NULL || stream == NULL || config == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: kernel, stream and config are required", what);
+  }
+  accel_device_t* device = kernel->module->device;
+  if (device != stream->device) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: the kernel is on %s but the stream is on %s", what,
+                       device->uri, stream->device->uri);
+  }
+  accel_status_t status = accel__check_config(what, device, config);
+  if (status != ACCEL_OK) return status;
+  if (num_args > 0 && args == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: args is NULL but num_args is %zu", what, num_args);
+  }
+  if (num_args > UINT32_MAX) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: %zu arguments is too many", what, num_args);
+  }
+  accel_plugin_arg_t stack_args[ACCEL__LAUNCH_STACK_ARGS];
+  accel_plugin_arg_t* translated = stack_args;
+  if (num_args > ACCEL__LAUNCH_STACK_ARGS) {
+    translated = malloc(num_args * sizeof(*translated));
+    if (translated == NULL) {
+      return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                         "%s: no memory for %zu arguments", what, num_args);
+    }
+  }
+  for (size_t i = 0; i < num_args && status == ACCEL_OK; i++) {
+    status = accel__translate_arg(what, stream, i, &args[i], &translated[i]);
+  }
+  // Only once every argument is valid: tell the allocator which buffers
+  // this stream is about to use.
+  for (size_t i = 0; i < num_args && status == ACCEL_OK; i++) {
+    if (args[i].kind == ACCEL_KERNEL_ARG_BUFFER) {
+      status = accel__buffer_use(args[i].buffer, stream);
+    }
+  }
+  if (status == ACCEL_OK) {
+    accel_plugin_launch_t launch;
+    memset(&launch, 0, sizeof(launch));
+    launch.struct_size = sizeof(launch);
+    memcpy(launch.grid, config->grid, sizeof(launch.grid));
+    memcpy(launch.block, config->block, sizeof(launch.block));
+    launch.shared_mem_bytes = config->shared_mem_bytes;
+    launch.num_args = (uint32_t)num_args;
+    launch.args = translated;
+    status = device->ops->launch(kernel->impl, stream->impl, &launch);
+  }
+  if (translated != stack_args) free(translated);
+  if (status != ACCEL_OK) return status;
+  return accel__module_mark(kernel->module, stream);
+}
