@@ -43,7 +43,14 @@
   X(ACCEL_DEVICE_CAP_GRAPHS)          \
   X(ACCEL_DEVICE_CAP_MAX_ENUM)        \
   X(ACCEL_EVENT_TIMING)               \
-  X(ACCEL_EVENT_FLAG_MAX_ENUM)
+  X(ACCEL_EVENT_FLAG_MAX_ENUM)        \
+  X(ACCEL_DTYPE_F32)                  \
+  X(ACCEL_DTYPE_F16)                  \
+  X(ACCEL_DTYPE_BF16)                 \
+  X(ACCEL_DTYPE_I32)                  \
+  X(ACCEL_DTYPE_MAX_ENUM)             \
+  X(ACCEL_GEMM_ALLOW_TF32)            \
+  X(ACCEL_GEMM_FLAG_MAX_ENUM)
 
 #define ABI_SHARED_TYPES(X) \
   X(accel_status_t)         \
@@ -51,7 +58,9 @@
   X(accel_device_type_t)    \
   X(accel_device_caps_t)    \
   X(accel_stream_flags_t)   \
-  X(accel_event_flags_t)
+  X(accel_event_flags_t)    \
+  X(accel_dtype_t)          \
+  X(accel_gemm_flags_t)
 
 typedef struct abi_shared_value {
   const char* name;

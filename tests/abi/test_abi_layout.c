@@ -55,7 +55,7 @@ TEST(host_layout) {
 TEST(device_props_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_plugin_device_props_t, 784);
+  SIZE(accel_plugin_device_props_t, 848);
   FIELD(accel_plugin_device_props_t, struct_size, 0, 4);
   FIELD(accel_plugin_device_props_t, type, 4, 4);
   FIELD(accel_plugin_device_props_t, name, 8, 256);
@@ -70,6 +70,8 @@ TEST(device_props_layout) {
   FIELD(accel_plugin_device_props_t, pci_bus_id, 432, 32);
   FIELD(accel_plugin_device_props_t, features, 464, 256);
   FIELD(accel_plugin_device_props_t, driver_version, 720, 64);
+  // -- since ABI 1.1 --
+  FIELD(accel_plugin_device_props_t, module_target, 784, 64);
   LAYOUT_END();
 }
 
@@ -95,7 +97,7 @@ TEST(launch_layout) {
 TEST(device_ops_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_device_ops_t, 224);
+  SIZE(accel_device_ops_t, 288);
   FIELD(accel_device_ops_t, struct_size, 0, 4);
   FIELD(accel_device_ops_t, query_props, 8, 8);
   FIELD(accel_device_ops_t, mem_info, 16, 8);
@@ -124,6 +126,45 @@ TEST(device_ops_layout) {
   FIELD(accel_device_ops_t, module_unload, 200, 8);
   FIELD(accel_device_ops_t, module_function, 208, 8);
   FIELD(accel_device_ops_t, launch, 216, 8);
+  // -- since ABI 1.1 --
+  FIELD(accel_device_ops_t, op_fill, 224, 8);
+  FIELD(accel_device_ops_t, op_cast, 232, 8);
+  FIELD(accel_device_ops_t, op_scale, 240, 8);
+  FIELD(accel_device_ops_t, op_axpy, 248, 8);
+  FIELD(accel_device_ops_t, op_add, 256, 8);
+  FIELD(accel_device_ops_t, op_mul, 264, 8);
+  FIELD(accel_device_ops_t, op_sum, 272, 8);
+  FIELD(accel_device_ops_t, op_gemm, 280, 8);
+  LAYOUT_END();
+}
+
+// Since ABI 1.1.
+TEST(gemm_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_plugin_gemm_t, 144);
+  FIELD(accel_plugin_gemm_t, struct_size, 0, 4);
+  FIELD(accel_plugin_gemm_t, a_dtype, 4, 4);
+  FIELD(accel_plugin_gemm_t, b_dtype, 8, 4);
+  FIELD(accel_plugin_gemm_t, c_dtype, 12, 4);
+  FIELD(accel_plugin_gemm_t, trans_a, 16, 4);
+  FIELD(accel_plugin_gemm_t, trans_b, 20, 4);
+  FIELD(accel_plugin_gemm_t, flags, 24, 4);
+  FIELD(accel_plugin_gemm_t, reserved0, 28, 4);
+  FIELD(accel_plugin_gemm_t, m, 32, 8);
+  FIELD(accel_plugin_gemm_t, n, 40, 8);
+  FIELD(accel_plugin_gemm_t, k, 48, 8);
+  FIELD(accel_plugin_gemm_t, alpha, 56, 8);
+  FIELD(accel_plugin_gemm_t, beta, 64, 8);
+  FIELD(accel_plugin_gemm_t, a, 72, 8);
+  FIELD(accel_plugin_gemm_t, a_offset, 80, 8);
+  FIELD(accel_plugin_gemm_t, lda, 88, 8);
+  FIELD(accel_plugin_gemm_t, b, 96, 8);
+  FIELD(accel_plugin_gemm_t, b_offset, 104, 8);
+  FIELD(accel_plugin_gemm_t, ldb, 112, 8);
+  FIELD(accel_plugin_gemm_t, c, 120, 8);
+  FIELD(accel_plugin_gemm_t, c_offset, 128, 8);
+  FIELD(accel_plugin_gemm_t, ldc, 136, 8);
   LAYOUT_END();
 }
 
@@ -151,6 +192,7 @@ TEST(abi_constants) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
   VALUE(ACCEL_PLUGIN_ABI_VERSION, 1);
+  VALUE(ACCEL_PLUGIN_ABI_MINOR, 1);
   VALUE(ACCEL_DEVICE_OPS_MIN_SIZE, 184);
   VALUE(ACCEL_PLUGIN_MIN_SIZE, 80);
   LAYOUT_END();
@@ -190,7 +232,7 @@ TEST(enum_values) {
 TEST(public_device_info_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_device_info_t, 880);
+  SIZE(accel_device_info_t, 944);
   FIELD(accel_device_info_t, struct_size, 0, 4);
   FIELD(accel_device_info_t, type, 4, 4);
   FIELD(accel_device_info_t, uri, 8, 48);
@@ -209,6 +251,58 @@ TEST(public_device_info_layout) {
   FIELD(accel_device_info_t, pci_bus_id, 528, 32);
   FIELD(accel_device_info_t, features, 560, 256);
   FIELD(accel_device_info_t, driver_version, 816, 64);
+  // -- since accel 0.2 -- (callers built with the 880-byte struct still
+  // work: accel_device_query_info fills what fits)
+  FIELD(accel_device_info_t, module_target, 880, 64);
+  LAYOUT_END();
+}
+
+TEST(public_gemm_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_gemm_t, 136);
+  FIELD(accel_gemm_t, struct_size, 0, 4);
+  FIELD(accel_gemm_t, a_dtype, 4, 4);
+  FIELD(accel_gemm_t, b_dtype, 8, 4);
+  FIELD(accel_gemm_t, c_dtype, 12, 4);
+  FIELD(accel_gemm_t, trans_a, 16, 1);
+  FIELD(accel_gemm_t, trans_b, 17, 1);
+  FIELD(accel_gemm_t, flags, 20, 4);
+  FIELD(accel_gemm_t, m, 24, 8);
+  FIELD(accel_gemm_t, n, 32, 8);
+  FIELD(accel_gemm_t, k, 40, 8);
+  FIELD(accel_gemm_t, alpha, 48, 8);
+  FIELD(accel_gemm_t, beta, 56, 8);
+  FIELD(accel_gemm_t, a, 64, 8);
+  FIELD(accel_gemm_t, a_offset, 72, 8);
+  FIELD(accel_gemm_t, lda, 80, 8);
+  FIELD(accel_gemm_t, b, 88, 8);
+  FIELD(accel_gemm_t, b_offset, 96, 8);
+  FIELD(accel_gemm_t, ldb, 104, 8);
+  FIELD(accel_gemm_t, c, 112, 8);
+  FIELD(accel_gemm_t, c_offset, 120, 8);
+  FIELD(accel_gemm_t, ldc, 128, 8);
+  LAYOUT_END();
+}
+
+TEST(public_kernel_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_kernel_arg_t, 32);
+  FIELD(accel_kernel_arg_t, kind, 0, 4);
+  FIELD(accel_kernel_arg_t, size, 4, 4);
+  FIELD(accel_kernel_arg_t, value, 8, 8);
+  FIELD(accel_kernel_arg_t, buffer, 16, 8);
+  FIELD(accel_kernel_arg_t, offset, 24, 8);
+  SIZE(accel_launch_config_t, 32);
+  FIELD(accel_launch_config_t, struct_size, 0, 4);
+  FIELD(accel_launch_config_t, grid, 4, 12);
+  FIELD(accel_launch_config_t, block, 16, 12);
+  FIELD(accel_launch_config_t, shared_mem_bytes, 28, 4);
+  SIZE(accel_kernel_arg_kind_t, 4);
+  VALUE(ACCEL_KERNEL_ARG_VALUE, 0);
+  VALUE(ACCEL_KERNEL_ARG_BUFFER, 1);
+  VALUE(ACCEL_KERNEL_ARG_KIND_MAX_ENUM, 0x7fffffff);
   LAYOUT_END();
 }
 

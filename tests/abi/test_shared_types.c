@@ -66,12 +66,21 @@ TEST(documented_values) {
       {"ACCEL_DEVICE_CAP_MAX_ENUM", 0x7fffffff},
       {"ACCEL_EVENT_TIMING", 1},
       {"ACCEL_EVENT_FLAG_MAX_ENUM", 0x7fffffff},
+      {"ACCEL_DTYPE_F32", 0},
+      {"ACCEL_DTYPE_F16", 1},
+      {"ACCEL_DTYPE_BF16", 2},
+      {"ACCEL_DTYPE_I32", 3},
+      {"ACCEL_DTYPE_MAX_ENUM", 0x7fffffff},
+      {"ACCEL_GEMM_ALLOW_TF32", 1},
+      {"ACCEL_GEMM_FLAG_MAX_ENUM", 0x7fffffff},
       {"sizeof(accel_status_t)", 4},
       {"sizeof(accel_log_level_t)", 4},
       {"sizeof(accel_device_type_t)", 4},
       {"sizeof(accel_device_caps_t)", 4},
       {"sizeof(accel_stream_flags_t)", 4},
       {"sizeof(accel_event_flags_t)", 4},
+      {"sizeof(accel_dtype_t)", 4},
+      {"sizeof(accel_gemm_flags_t)", 4},
   };
   size_t n = sizeof(expected) / sizeof(expected[0]);
   ASSERT_EQ(abi_shared_from_plugin_h_count, n);
