@@ -6,11 +6,26 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config python3 file)
 tools=(cc make cmake pkg-config python3 file readelf)
+# GEMM on the CPU plugin dlopen()s a BLAS at run time (plugins/cpu/blas.c,
+# docs/cpu-backend.md), so only the shared libraries are needed, not the
+# -dev packages: OpenBLAS (pthread build, the fastest measured) and BLIS
+# (used where OpenBLAS does not know the CPU model). Without them
+# everything builds and GEMM tests skip.
+blas_packages=(libopenblas0-pthread libblis4)
 
 missing=()
 for tool in "${tools[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
+if command -v dpkg-query >/dev/null 2>&1; then
+  for pkg in "${blas_packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
+        grep -q 'install ok installed'; then
+      missing+=("$pkg")
+      packages+=("$pkg")
+    fi
+  done
+fi
 if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi

@@ -10,6 +10,13 @@
 //   device memory       memory.c   allocation, copies, memset, peer copies
 //   accel_cpu_stream_t  stream.c   in-order queue run by one worker thread
 //   accel_cpu_event_t   event.c    markers recorded into streams
+//   accel_cpu_pool_t    pool.c     worker threads shared by all streams
+//   built-in ops        ops.c      enqueue side of op_fill ... op_sum
+//   (op kernels)        kernels.c  the loops those ops run (-O3)
+//   (conversions)       convert.c  blocked f16/bf16 <-> f32 conversions
+//   GEMM                gemm.c     op_gemm on a BLAS library (blas.c)
+//   BLAS loader         blas.c     picks and dlopen()s a BLAS at first GEMM
+//   custom kernels      module.c   CPU shared objects and launches
 //
 // Locking: the plugin, each stream and each event have one mutex. A stream
 // worker holds its stream's mutex while it completes an event record, so
@@ -38,12 +45,14 @@
 #define ACCEL_CPU_ALIGNMENT 64u
 
 // Size of the buffers that carry an asynchronous error message.
-#define ACCEL_CPU_MESSAGE_SIZE 256
+#define ACCEL_CPU_MESSAGE_SIZE 512
 
 typedef struct accel_cpu_device accel_cpu_device_t;
 typedef struct accel_cpu_stream accel_cpu_stream_t;
 typedef struct accel_cpu_event accel_cpu_event_t;
 typedef struct accel_cpu_task accel_cpu_task_t;
+typedef struct accel_cpu_pool accel_cpu_pool_t;
+typedef struct accel_cpu_blas accel_cpu_blas_t;
 
 // ---------------------------------------------------------------------------
 // Plugin state (plugin.c, device.c)
@@ -58,6 +67,12 @@ typedef struct accel_cpu_plugin {
   bool configured;
   uint32_t device_count;  // from ACCEL_CPU_DEVICES
   uint64_t memory_limit;  // from ACCEL_CPU_MEMORY_LIMIT; 0 = no limit
+  // Created on first use (pool.c, blas.c), freed by unload. Written once
+  // under `mutex`, then read lock-free.
+  _Atomic(accel_cpu_pool_t*) pool;
+  _Atomic(accel_cpu_blas_t*) blas;
+  bool blas_tried;  // guarded by `mutex`: the BLAS search ran (and failed)
+  char blas_error[ACCEL_CPU_MESSAGE_SIZE];  // why, guarded by `mutex`
 } accel_cpu_plugin_t;
 
 // Reads ACCEL_CPU_DEVICES and ACCEL_CPU_MEMORY_LIMIT into `plugin` unless
@@ -165,7 +180,15 @@ typedef enum accel_cpu_task_kind {
   ACCEL_CPU_TASK_FILL = 1,    // memset
   ACCEL_CPU_TASK_RECORD = 2,  // completes generation `gen` of `event`
   ACCEL_CPU_TASK_WAIT = 3,    // blocks until generation `gen` completes
+  ACCEL_CPU_TASK_CALL = 4,    // runs `call.fn` (ops, GEMM, launches)
 } accel_cpu_task_kind_t;
+
+// Body of a CALL task, run on the stream's worker with the arguments the
+// enqueuing side stored in `arg`. On failure it writes a message (without
+// the "cpu:N: " prefix, which the stream adds) into `message`.
+typedef accel_status_t (*accel_cpu_call_fn_t)(accel_cpu_device_t* device,
+                                              void* arg, char* message,
+                                              size_t message_size);
 
 // One unit of stream work. Owned by the stream from enqueue until it has
 // run; RECORD and WAIT tasks hold a reference on their event.
@@ -191,11 +214,21 @@ struct accel_cpu_task {
       // by the event's mutex.
       accel_cpu_task_t* next_pending;
     } event;
+    struct {
+      accel_cpu_call_fn_t fn;
+      void* arg;  // `arg_size` bytes allocated with the task, 64-aligned
+    } call;
   } u;
 };
 
 // Allocates a zeroed task of `kind`. Returns NULL when out of host memory.
 accel_cpu_task_t* accel_cpu_task_create(accel_cpu_task_kind_t kind);
+
+// Allocates a CALL task running `fn` with `arg_size` zeroed bytes of
+// arguments at task->u.call.arg, freed with the task. NULL when out of
+// host memory.
+accel_cpu_task_t* accel_cpu_task_create_call(accel_cpu_call_fn_t fn,
+                                             size_t arg_size);
 
 // Appends `task` to `stream` (not NULL: callers run NULL-stream work
 // themselves) and returns at once. Takes ownership of `task`; cannot fail.
@@ -244,5 +277,161 @@ accel_status_t accel_cpu_event_synchronize(void* event);
 accel_status_t accel_cpu_event_query(void* event, bool* out_done);
 accel_status_t accel_cpu_event_elapsed_ms(void* start, void* end,
                                           float* out_ms);
+
+// ---------------------------------------------------------------------------
+// Thread pool (pool.c)
+// ---------------------------------------------------------------------------
+
+// Bounds of ACCEL_CPU_THREADS.
+#define ACCEL_CPU_THREADS_MAX 1024u
+
+// One chunk of a parallel loop: runs chunk `index` of `ctx`'s work on the
+// participant `worker` (0 .. accel_cpu_pool_width() - 1, unique among the
+// threads running chunks of the same loop at the same time).
+typedef void (*accel_cpu_pool_fn_t)(void* ctx, uint64_t index, uint32_t worker);
+
+// Returns the plugin's pool, creating it (and its threads) on first use.
+// ACCEL_ERROR_INVALID_ARGUMENT naming ACCEL_CPU_THREADS when that variable
+// is malformed (checked again on every call until it succeeds). Thread-safe.
+accel_status_t accel_cpu_pool_get(accel_cpu_plugin_t* plugin,
+                                  accel_cpu_pool_t** out_pool);
+
+// Joins the pool's threads and frees it. NULL is ignored. Called by unload.
+void accel_cpu_pool_destroy(accel_cpu_pool_t* pool);
+
+// Number of threads that run chunks: the helpers plus the caller. 1 for a
+// NULL pool.
+uint32_t accel_cpu_pool_width(const accel_cpu_pool_t* pool);
+
+// Runs `fn(ctx, i, worker)` for every i < `count` on the pool and the
+// calling thread, and returns when all have run. Chunks are taken in
+// order; which thread runs which chunk is not specified. A NULL pool, or a
+// pool of width 1, runs everything on the caller. Never fails.
+void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
+                        accel_cpu_pool_fn_t fn, void* ctx);
+
+// Parses ACCEL_CPU_THREADS for device properties without creating the pool:
+// the value when set and valid, otherwise the usable CPU count.
+uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin);
+
+// Copies (memmove when `overlap`) or fills `size` bytes, splitting large
+// ranges across the plugin's pool (when it exists or can be created).
+void accel_cpu_copy_run(accel_cpu_plugin_t* plugin, void* dst, const void* src,
+                        size_t size, bool overlap);
+void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
+                        size_t size);
+
+// ---------------------------------------------------------------------------
+// Built-in ops (ops.c, kernels.c, gemm.c)
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_cpu_op_fill(void* device, void* stream, void* dst,
+                                 uint64_t dst_offset, uint32_t dtype,
+                                 uint64_t count, double value);
+accel_status_t accel_cpu_op_cast(void* device, void* stream, void* dst,
+                                 uint64_t dst_offset, uint32_t dst_dtype,
+                                 const void* src, uint64_t src_offset,
+                                 uint32_t src_dtype, uint64_t count);
+accel_status_t accel_cpu_op_scale(void* device, void* stream, void* x,
+                                  uint64_t x_offset, uint32_t dtype,
+                                  uint64_t count, double alpha);
+accel_status_t accel_cpu_op_axpy(void* device, void* stream, void* y,
+                                 uint64_t y_offset, const void* x,
+                                 uint64_t x_offset, uint32_t dtype,
+                                 uint64_t count, double alpha);
+accel_status_t accel_cpu_op_add(void* device, void* stream, void* z,
+                                uint64_t z_offset, const void* x,
+                                uint64_t x_offset, const void* y,
+                                uint64_t y_offset, uint32_t dtype,
+                                uint64_t count);
+accel_status_t accel_cpu_op_mul(void* device, void* stream, void* z,
+                                uint64_t z_offset, const void* x,
+                                uint64_t x_offset, const void* y,
+                                uint64_t y_offset, uint32_t dtype,
+                                uint64_t count);
+accel_status_t accel_cpu_op_sum(void* device, void* stream, void* out,
+                                uint64_t out_offset, const void* x,
+                                uint64_t x_offset, uint32_t dtype,
+                                uint64_t count);
+accel_status_t accel_cpu_op_gemm(void* device, void* stream,
+                                 const accel_plugin_gemm_t* gemm);
+
+// Elementwise op codes shared by ops.c and kernels.c.
+typedef enum accel_cpu_op_kind {
+  ACCEL_CPU_OP_FILL = 0,
+  ACCEL_CPU_OP_CAST = 1,
+  ACCEL_CPU_OP_SCALE = 2,
+  ACCEL_CPU_OP_AXPY = 3,
+  ACCEL_CPU_OP_ADD = 4,
+  ACCEL_CPU_OP_MUL = 5,
+  ACCEL_CPU_OP_SUM = 6,
+} accel_cpu_op_kind_t;
+
+// Arguments of one elementwise op, stored in its CALL task. Pointers are
+// already offset; `value` holds the fill value or alpha.
+typedef struct accel_cpu_op {
+  accel_cpu_op_kind_t kind;
+  uint32_t dtype;      // of `z` (the destination)
+  uint32_t src_dtype;  // CAST only
+  uint64_t count;
+  void* z;  // destination (x for SCALE, y for AXPY, out for SUM)
+  const void* x;
+  const void* y;
+  double value;
+} accel_cpu_op_t;
+
+// Runs `op` over `pool` (kernels.c). Fails only when a large sum cannot
+// allocate its partial results, with the reason in `message`.
+accel_status_t accel_cpu_op_execute(accel_cpu_pool_t* pool,
+                                    const accel_cpu_op_t* op, char* message,
+                                    size_t message_size);
+
+// Elements of `dtype`'s size, 0 for an unknown dtype.
+size_t accel_cpu_dtype_size(uint32_t dtype);
+
+// ---------------------------------------------------------------------------
+// BLAS (blas.c)
+// ---------------------------------------------------------------------------
+
+// cblas_sgemm's signature (enums passed as int).
+typedef void (*accel_cpu_sgemm_fn_t)(int order, int trans_a, int trans_b, int m,
+                                     int n, int k, float alpha, const float* a,
+                                     int lda, const float* b, int ldb,
+                                     float beta, float* c, int ldc);
+
+// A loaded BLAS library. Immutable once published in plugin->blas.
+struct accel_cpu_blas {
+  void* handle;  // from dlopen
+  accel_cpu_sgemm_fn_t sgemm;
+  // Whether the library runs one call on several threads of its own: then
+  // GEMM hands it the whole product and leaves the pool idle; otherwise
+  // GEMM splits C into tiles across the pool.
+  bool threaded;
+  char description[96];  // "openblas-0.3.21 (Cooperlake, 2 threads)"
+};
+
+// Returns the plugin's BLAS, loading it at the first call. When none can
+// be loaded, ACCEL_ERROR_UNSUPPORTED with a message naming the libraries
+// tried (and the same answer later, without searching again).
+accel_status_t accel_cpu_blas_get(accel_cpu_plugin_t* plugin,
+                                  const accel_cpu_blas_t** out_blas);
+
+// Unloads the BLAS, if any. Called by unload.
+void accel_cpu_blas_destroy(accel_cpu_blas_t* blas);
+
+// ---------------------------------------------------------------------------
+// Custom kernels (module.c)
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_cpu_module_load(void* device, const void* image,
+                                     size_t size, void** out_module);
+void accel_cpu_module_unload(void* module);
+accel_status_t accel_cpu_module_function(void* module, const char* name,
+                                         void** out_function);
+accel_status_t accel_cpu_launch(void* function, void* stream,
+                                const accel_plugin_launch_t* launch);
+
+// Returns the device a stream belongs to (stream.c).
+accel_cpu_device_t* accel_cpu_stream_device(accel_cpu_stream_t* stream);
 
 #endif  // ACCEL_PLUGINS_CPU_CPU_H_

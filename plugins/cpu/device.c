@@ -4,6 +4,7 @@
 // and memory information.
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,26 +180,47 @@ static uint64_t accel_cpu_device_total(const accel_cpu_device_t* device) {
   return total;
 }
 
+// Module format of this host, as the core compares it with images.
+#if defined(__x86_64__)
+#define ACCEL_CPU_MODULE_TARGET "elf-x86_64"
+#elif defined(__aarch64__)
+#define ACCEL_CPU_MODULE_TARGET "elf-aarch64"
+#else
+#define ACCEL_CPU_MODULE_TARGET ""
+#endif
+
 accel_status_t accel_cpu_device_query_props(
     void* device_ptr, accel_plugin_device_props_t* props) {
   const accel_cpu_device_t* device = device_ptr;
   // F16 and BF16 are storage formats the CPU kernels convert in software;
-  // PEER_ACCESS: see plugin.c. No PINNED_MEMORY, no KERNELS yet.
+  // PEER_ACCESS: see plugin.c. KERNELS: module.c. No PINNED_MEMORY.
   accel_device_caps_t caps = ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 |
                              ACCEL_DEVICE_CAP_PEER_ACCESS |
                              ACCEL_DEVICE_CAP_EVENT_TIMING;
+  if (ACCEL_CPU_MODULE_TARGET[0] != '\0') caps |= ACCEL_DEVICE_CAP_KERNELS;
+  // The BLAS is named once the first GEMM has loaded it (never loaded
+  // here: querying must stay cheap and start no threads).
+  char features[sizeof(device->features) + 128];
+  const accel_cpu_blas_t* blas = atomic_load(&device->plugin->blas);
+  snprintf(features, sizeof(features), "%.255s%sblas=%.95s", device->features,
+           device->features[0] ? " " : "",
+           blas != NULL ? blas->description : "unloaded");
   ACCEL_CPU_PROPS_SET(props, type, ACCEL_DEVICE_TYPE_CPU);
   ACCEL_CPU_PROPS_STRING(props, name, device->name);
   ACCEL_CPU_PROPS_STRING(props, vendor, device->vendor);
   ACCEL_CPU_PROPS_STRING(props, arch, device->arch);
   ACCEL_CPU_PROPS_SET(props, total_memory, accel_cpu_device_total(device));
-  ACCEL_CPU_PROPS_SET(props, compute_units, accel_cpu_sysinfo_usable_cpus());
-  ACCEL_CPU_PROPS_SET(props, max_threads_per_block, 1u);
+  ACCEL_CPU_PROPS_SET(props, compute_units,
+                      accel_cpu_pool_configured_width(device->plugin));
+  // A block is one task looping over its block_dim (cpu_kernel.h); the
+  // limit only lets CUDA-style launch configurations through.
+  ACCEL_CPU_PROPS_SET(props, max_threads_per_block, 1024u);
   ACCEL_CPU_PROPS_SET(props, simd_width, device->simd_width);
   ACCEL_CPU_PROPS_SET(props, caps, caps);
   // uuid stays zero (unknown) and pci_bus_id empty: the core zeroed them.
-  ACCEL_CPU_PROPS_STRING(props, features, device->features);
+  ACCEL_CPU_PROPS_STRING(props, features, features);
   ACCEL_CPU_PROPS_STRING(props, driver_version, device->driver_version);
+  ACCEL_CPU_PROPS_STRING(props, module_target, ACCEL_CPU_MODULE_TARGET);
   return ACCEL_OK;
 }
 

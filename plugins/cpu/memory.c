@@ -89,11 +89,7 @@ static accel_status_t accel_cpu_copy(accel_cpu_device_t* device, void* stream,
   if (stream == NULL) {
     // Run in the caller without a task: nothing to allocate, nothing to
     // fail.
-    if (overlap) {
-      memmove(dst, src, size);
-    } else {
-      memcpy(dst, src, size);
-    }
+    accel_cpu_copy_run(device->plugin, dst, src, size, overlap);
     return ACCEL_OK;
   }
   accel_cpu_task_t* task = accel_cpu_task_create(ACCEL_CPU_TASK_COPY);
@@ -149,7 +145,7 @@ accel_status_t accel_cpu_memset(void* device_ptr, void* stream, void* dst,
   accel_cpu_device_t* device = device_ptr;
   unsigned char* target = (unsigned char*)dst + offset;
   if (stream == NULL) {
-    memset(target, value, size);
+    accel_cpu_fill_run(device->plugin, target, value, size);
     return ACCEL_OK;
   }
   accel_cpu_task_t* task = accel_cpu_task_create(ACCEL_CPU_TASK_FILL);

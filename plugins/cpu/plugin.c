@@ -26,6 +26,9 @@ static accel_status_t accel_cpu_load(const accel_host_t* host,
 static void accel_cpu_unload(void* plugin_ptr) {
   accel_cpu_plugin_t* plugin = plugin_ptr;
   if (plugin == NULL) return;
+  // Every stream is gone by now, so nothing uses the pool or the BLAS.
+  accel_cpu_pool_destroy(atomic_load(&plugin->pool));
+  accel_cpu_blas_destroy(atomic_load(&plugin->blas));
   pthread_mutex_destroy(&plugin->mutex);
   free(plugin);
 }
@@ -53,6 +56,19 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .event_synchronize = accel_cpu_event_synchronize,
     .event_query = accel_cpu_event_query,
     .event_elapsed_ms = accel_cpu_event_elapsed_ms,
+    .module_load = accel_cpu_module_load,
+    .module_unload = accel_cpu_module_unload,
+    .module_function = accel_cpu_module_function,
+    .launch = accel_cpu_launch,
+    // -- since ABI 1.1 --
+    .op_fill = accel_cpu_op_fill,
+    .op_cast = accel_cpu_op_cast,
+    .op_scale = accel_cpu_op_scale,
+    .op_axpy = accel_cpu_op_axpy,
+    .op_add = accel_cpu_op_add,
+    .op_mul = accel_cpu_op_mul,
+    .op_sum = accel_cpu_op_sum,
+    .op_gemm = accel_cpu_op_gemm,
 };
 
 static const accel_plugin_t accel_cpu_plugin = {

@@ -43,6 +43,27 @@ accel_cpu_task_t* accel_cpu_task_create(accel_cpu_task_kind_t kind) {
   return task;
 }
 
+accel_cpu_task_t* accel_cpu_task_create_call(accel_cpu_call_fn_t fn,
+                                             size_t arg_size) {
+  // One allocation: the task, padding to a cache line, then the arguments.
+  size_t head = (sizeof(accel_cpu_task_t) + ACCEL_CPU_ALIGNMENT - 1) &
+                ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+  if (arg_size > SIZE_MAX - head - ACCEL_CPU_ALIGNMENT) return NULL;
+  size_t total = (head + arg_size + ACCEL_CPU_ALIGNMENT - 1) &
+                 ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+  accel_cpu_task_t* task = aligned_alloc(ACCEL_CPU_ALIGNMENT, total);
+  if (task == NULL) return NULL;
+  memset(task, 0, total);
+  task->kind = ACCEL_CPU_TASK_CALL;
+  task->u.call.fn = fn;
+  task->u.call.arg = (unsigned char*)task + head;
+  return task;
+}
+
+accel_cpu_device_t* accel_cpu_stream_device(accel_cpu_stream_t* stream) {
+  return stream->device;
+}
+
 void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
                              accel_cpu_task_t* task) {
   task->next = NULL;
@@ -58,26 +79,31 @@ void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
   pthread_mutex_unlock(&stream->mutex);
 }
 
-// Runs one task on the worker. `failed` says whether the stream already
-// has an error; `status` and `message` carry it to RECORD tasks. Returns
-// the task's own status (data tasks cannot fail on the CPU today; kernels
-// will). Releases the event reference of RECORD and WAIT tasks.
-static accel_status_t accel_cpu_task_run(accel_cpu_task_t* task, bool failed,
+// Runs one task on the worker of a stream of `device`. `failed` says
+// whether the stream already has an error; `status` and `message` carry it
+// to RECORD tasks. Returns the task's own status; a failing CALL task
+// writes its reason into `out_message`. Releases the event reference of
+// RECORD and WAIT tasks.
+static accel_status_t accel_cpu_task_run(accel_cpu_device_t* device,
+                                         accel_cpu_task_t* task, bool failed,
                                          accel_status_t status,
-                                         const char* message) {
+                                         const char* message,
+                                         char* out_message) {
   switch (task->kind) {
     case ACCEL_CPU_TASK_COPY:
       if (failed) break;
-      if (task->u.copy.overlap) {
-        memmove(task->u.copy.dst, task->u.copy.src, task->u.copy.size);
-      } else {
-        memcpy(task->u.copy.dst, task->u.copy.src, task->u.copy.size);
-      }
+      accel_cpu_copy_run(device->plugin, task->u.copy.dst, task->u.copy.src,
+                         task->u.copy.size, task->u.copy.overlap);
       break;
     case ACCEL_CPU_TASK_FILL:
       if (failed) break;
-      memset(task->u.fill.dst, task->u.fill.value, task->u.fill.size);
+      accel_cpu_fill_run(device->plugin, task->u.fill.dst, task->u.fill.value,
+                         task->u.fill.size);
       break;
+    case ACCEL_CPU_TASK_CALL:
+      if (failed) break;
+      return task->u.call.fn(device, task->u.call.arg, out_message,
+                             ACCEL_CPU_MESSAGE_SIZE);
     case ACCEL_CPU_TASK_RECORD:
       accel_cpu_event_complete(task, status, message);
       accel_cpu_event_release(task->u.event.event);
@@ -93,6 +119,8 @@ static accel_status_t accel_cpu_task_run(accel_cpu_task_t* task, bool failed,
 static void* accel_cpu_stream_worker(void* arg) {
   accel_cpu_stream_t* stream = arg;
   char message[ACCEL_CPU_MESSAGE_SIZE] = "";
+  char reason[ACCEL_CPU_MESSAGE_SIZE] = "";
+  accel_cpu_device_t* device = stream->device;
   pthread_mutex_lock(&stream->mutex);
   for (;;) {
     while (stream->head == NULL && !stream->stopping) {
@@ -107,8 +135,8 @@ static void* accel_cpu_stream_worker(void* arg) {
       // Cheap, and run under the stream's mutex (lock order: stream, then
       // event) so that the event completes together with the stream's
       // count: once either is seen finished, so is the other.
-      status = accel_cpu_task_run(task, stream->error != ACCEL_OK,
-                                  stream->error, stream->message);
+      status = accel_cpu_task_run(device, task, stream->error != ACCEL_OK,
+                                  stream->error, stream->message, reason);
       free(task);
     } else {
       accel_status_t error = stream->error;
@@ -116,14 +144,16 @@ static void* accel_cpu_stream_worker(void* arg) {
         memcpy(message, stream->message, sizeof(message));
       }
       pthread_mutex_unlock(&stream->mutex);
-      status = accel_cpu_task_run(task, error != ACCEL_OK, error, message);
+      strcpy(reason, "queued work failed");
+      status = accel_cpu_task_run(device, task, error != ACCEL_OK, error,
+                                  message, reason);
       free(task);
       pthread_mutex_lock(&stream->mutex);
     }
     if (status != ACCEL_OK && stream->error == ACCEL_OK) {
       stream->error = status;
-      snprintf(stream->message, sizeof(stream->message),
-               "cpu:%u: queued work failed", stream->device->index);
+      snprintf(stream->message, sizeof(stream->message), "cpu:%u: %.480s",
+               device->index, reason);
     }
     stream->completed++;
     pthread_cond_broadcast(&stream->done_cv);

@@ -39,7 +39,8 @@ TEST(properties_are_plausible) {
 #endif
   ASSERT_GE(info.simd_width, 1);
   ASSERT_GE(info.compute_units, 1);
-  ASSERT_EQ(info.max_threads_per_block, 1);
+  // A block is one task looping over block_dim (accel/cpu_kernel.h).
+  ASSERT_EQ(info.max_threads_per_block, 1024);
   ASSERT_GT(info.total_memory, 0);
   ASSERT_LE(info.total_memory, LIMIT);
   ASSERT_LE(info.free_memory, info.total_memory);
@@ -48,7 +49,9 @@ TEST(properties_are_plausible) {
   ASSERT(info.caps & ACCEL_DEVICE_CAP_BF16);
   ASSERT(info.caps & ACCEL_DEVICE_CAP_PEER_ACCESS);
   ASSERT_EQ(info.caps & ACCEL_DEVICE_CAP_PINNED_MEMORY, 0);
-  ASSERT_EQ(info.caps & ACCEL_DEVICE_CAP_KERNELS, 0);
+#if defined(__x86_64__) || defined(__aarch64__)
+  ASSERT(info.caps & ACCEL_DEVICE_CAP_KERNELS);
+#endif
   static const uint8_t zero_uuid[16];
   ASSERT_MEM_EQ(info.uuid, zero_uuid, sizeof(zero_uuid));
   ASSERT_STR_EQ(info.pci_bus_id, "");
@@ -159,14 +162,20 @@ TEST(memory_limit_per_device) {
   ASSERT_NULL(more);
   const char* message = accel_last_error();
   printf("  message: %s\n", message);
-  ASSERT_STR_CONTAINS(message, "cpu:0");
-  ASSERT_STR_CONTAINS(message, "134217728");  // requested
-  ASSERT_STR_CONTAINS(message, "201326592");  // allocated
-  ASSERT_STR_CONTAINS(message, "268435456");  // limit
+  // The core's allocator states requested, allocated, reserved, free and
+  // total; the plugin's own reason (with its exact byte counts) follows.
+  ASSERT_STR_CONTAINS(message,
+                      "cpu:0: out of device memory: tried to allocate "
+                      "128.00 MiB; 192.00 MiB allocated; 192.00 MiB "
+                      "reserved; 64.00 MiB free of 256.00 MiB total (");
+  ASSERT_STR_CONTAINS(message, "134217728");  // requested, by the plugin
+  ASSERT_STR_CONTAINS(message, "201326592");  // allocated, by the plugin
+  ASSERT_STR_CONTAINS(message, "268435456");  // limit, by the plugin
 
   // The limit is per device: cpu:1 still has all of its memory.
   ASSERT_OK(accel_buffer_create(d1, 192 * MiB, &other));
-  // Freeing gives the memory back.
+  // Freeing gives the memory back: the allocator keeps it cached, and
+  // gives the cache to the plugin when a request needs it.
   ASSERT_OK(accel_buffer_create(d0, 64 * MiB, &more));
   accel_buffer_release(more);
   more = NULL;

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+//
+// Scalar conversions between f32, f16, bf16, i32 and double for the CPU
+// plugin's kernels. Everything is static inline and branch-light so the
+// loops in kernels.c and convert.c vectorise; bit casts go through memcpy,
+// which compilers turn into register moves.
+//
+// Semantics (plugin.h): float results round to nearest even, overflow
+// gives infinity, NaN stays NaN; float to i32 truncates toward zero and
+// saturates, NaN gives 0. The f16 routines are the well-known exact
+// formulations from Maratyszcza's FP16 library (MIT): they use f32
+// arithmetic to do the rounding and need no FTZ/DAZ, which this plugin
+// never sets.
+#ifndef ACCEL_PLUGINS_CPU_CONVERT_H_
+#define ACCEL_PLUGINS_CPU_CONVERT_H_
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t accel_cpu_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+static inline float accel_cpu_f32_from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+static inline float accel_cpu_f16_to_f32(uint16_t h) {
+  uint32_t w = (uint32_t)h << 16;
+  uint32_t sign = w & 0x80000000u;
+  uint32_t two_w = w + w;
+  // Normal (and inf/NaN) inputs: move the exponent into f32 position and
+  // rebias with one exact multiplication.
+  float normalized =
+      accel_cpu_f32_from_bits((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+  // Subnormal inputs: build 0.5 + m * 2^-24 and subtract 0.5 exactly.
+  float denormalized =
+      accel_cpu_f32_from_bits((two_w >> 17) | (126u << 23)) - 0.5f;
+  uint32_t bits = two_w < (1u << 27) ? accel_cpu_f32_bits(denormalized)
+                                     : accel_cpu_f32_bits(normalized);
+  return accel_cpu_f32_from_bits(sign | bits);
+}
+
+static inline uint16_t accel_cpu_f32_to_f16(float f) {
+  // Scaling up then down lets the FPU round the mantissa to 10 bits at the
+  // right exponent (nearest even), including into the subnormal range.
+  float a = f < 0 ? -f : f;
+  float base = (a * 0x1.0p+112f) * 0x1.0p-110f;
+  uint32_t w = accel_cpu_f32_bits(f);
+  uint32_t shl1_w = w + w;
+  uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = accel_cpu_f32_from_bits((bias >> 1) + 0x07800000u) + base;
+  uint32_t bits = accel_cpu_f32_bits(base);
+  uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  uint32_t mantissa_bits = bits & 0x00000FFFu;
+  uint32_t nonsign = exp_bits + mantissa_bits;
+  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
+static inline float accel_cpu_bf16_to_f32(uint16_t h) {
+  return accel_cpu_f32_from_bits((uint32_t)h << 16);
+}
+
+static inline uint16_t accel_cpu_f32_to_bf16(float f) {
+  uint32_t u = accel_cpu_f32_bits(f);
+  // NaN: keep sign and top payload bits, force quiet so it stays a NaN.
+  uint32_t nan = (u >> 16) | 0x0040u;
+  uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+}
+
+// Truncates toward zero and saturates; NaN gives 0.
+static inline int32_t accel_cpu_f32_to_i32(float f) {
+  if (f != f) return 0;
+  if (f >= 2147483648.0f) return INT32_MAX;
+  if (f <= -2147483648.0f) return INT32_MIN;
+  return (int32_t)f;
+}
+
+static inline int32_t accel_cpu_f64_to_i32(double d) {
+  if (d != d) return 0;
+  if (d >= 2147483647.0) return INT32_MAX;
+  if (d <= -2147483648.0) return INT32_MIN;
+  return (int32_t)d;
+}
+
+// Rounds `d` to f32 "to odd": truncate, then set the last bit if anything
+// was lost. Rounding that result to any format at least two bits narrower
+// (f16, bf16) gives the correctly rounded value of `d`, with no double
+// rounding error.
+static inline float accel_cpu_f64_to_f32_odd(double d) {
+  float f = (float)d;  // nearest even (also for |d| above FLT_MAX: inf)
+  if (f != f || (double)f == d) return f;
+  uint32_t u = accel_cpu_f32_bits(f);
+  double ad = d < 0 ? -d : d;
+  float af = f < 0 ? -f : f;
+  if ((double)af > ad) u -= 1;  // rounded away from zero: step back
+  return accel_cpu_f32_from_bits(u | 1u);
+}
+
+static inline uint16_t accel_cpu_f64_to_f16(double d) {
+  return accel_cpu_f32_to_f16(accel_cpu_f64_to_f32_odd(d));
+}
+
+static inline uint16_t accel_cpu_f64_to_bf16(double d) {
+  return accel_cpu_f32_to_bf16(accel_cpu_f64_to_f32_odd(d));
+}
+
+// i32 to bf16 in one rounding (i32 to f32 alone may already round).
+static inline uint16_t accel_cpu_i32_to_bf16(int32_t i) {
+  return accel_cpu_f64_to_bf16((double)i);
+}
+
+// i32 to f16: every i32 that rounds to a finite f16 (|i| < 65520) is exact
+// in f32, so one rounding happens.
+static inline uint16_t accel_cpu_i32_to_f16(int32_t i) {
+  return accel_cpu_f32_to_f16((float)i);
+}
+
+// Blocked conversions (convert.c). The f16 ones use F16C or AVX-512 when
+// the CPU has them, chosen once at first use; the portable loops above are
+// the baseline (and what aarch64 builds run). `n` may be any size.
+void accel_cpu_f16_to_f32_block(float* restrict dst,
+                                const uint16_t* restrict src, size_t n);
+void accel_cpu_f32_to_f16_block(uint16_t* restrict dst,
+                                const float* restrict src, size_t n);
+void accel_cpu_bf16_to_f32_block(float* restrict dst,
+                                 const uint16_t* restrict src, size_t n);
+void accel_cpu_f32_to_bf16_block(uint16_t* restrict dst,
+                                 const float* restrict src, size_t n);
+
+// Converts `n` elements of `dtype` at `src` to f32, or back, in blocks.
+void accel_cpu_to_f32_block(float* restrict dst, const void* restrict src,
+                            uint32_t dtype, size_t n);
+void accel_cpu_from_f32_block(void* restrict dst, const float* restrict src,
+                              uint32_t dtype, size_t n);
+
+#endif  // ACCEL_PLUGINS_CPU_CONVERT_H_

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+//
+// Custom kernels of the CPU plugin (<accel/cpu_kernel.h>): a module is a
+// host shared object, loaded from memory; a kernel is a function in it; a
+// launch runs every block of the grid as one task on the pool.
+//
+// Loading from bytes: the image goes into an anonymous memfd and is
+// dlopen()ed as /proc/self/fd/N, so nothing touches the file system. The
+// descriptor stays open while the module is loaded: glibc recognises an
+// already-loaded object by its path, and a reused descriptor number would
+// otherwise hand back an older module. Without memfd_create or /proc, the
+// image goes to a mkstemp() file under $TMPDIR (or /tmp) that is unlinked
+// as soon as dlopen() has mapped it.
+#define _GNU_SOURCE  // memfd_create
+#include <accel/cpu_kernel.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+typedef struct accel_cpu_module {
+  accel_cpu_device_t* device;
+  void* handle;
+  int fd;  // the memfd, or -1
+} accel_cpu_module_t;
+
+// Writes all `size` bytes of `image` to `fd`.
+static bool accel_cpu_write_all(int fd, const void* image, size_t size) {
+  const unsigned char* p = image;
+  while (size > 0) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    size -= (size_t)n;
+  }
+  return true;
+}
+
+// dlopen() through a memfd. Returns the handle, or NULL with `*out_fd` -1
+// when memfds are unavailable (so the caller falls back) or the handle
+// NULL with the dlerror() text in `error` when the image is bad.
+static void* accel_cpu_module_open_memfd(const void* image, size_t size,
+                                         int* out_fd, char* error,
+                                         size_t error_size) {
+  *out_fd = -1;
+  int fd = memfd_create("accel-cpu-module", MFD_CLOEXEC);
+  if (fd < 0) return NULL;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  if (!accel_cpu_write_all(fd, image, size) || access(path, R_OK) != 0) {
+    close(fd);
+    return NULL;
+  }
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == NULL) {
+    snprintf(error, error_size, "%s", dlerror());
+    close(fd);
+    *out_fd = -2;  // a real failure: do not retry through a file
+    return NULL;
+  }
+  *out_fd = fd;
+  return handle;
+}
+
+// dlopen() through an unlinked temporary file.
+static void* accel_cpu_module_open_file(const accel_host_t* host,
+                                        const void* image, size_t size,
+                                        char* error, size_t error_size) {
+  const char* dir = host->getenv(host, "TMPDIR");
+  if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+  char path[512];
+  int len = snprintf(path, sizeof(path), "%s/accel-cpu-module-XXXXXX", dir);
+  if (len < 0 || (size_t)len >= sizeof(path)) {
+    snprintf(error, error_size, "TMPDIR is too long");
+    return NULL;
+  }
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    snprintf(error, error_size, "cannot create %.300s: %s", path,
+             strerror(errno));
+    return NULL;
+  }
+  void* handle = NULL;
+  if (accel_cpu_write_all(fd, image, size)) {
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) snprintf(error, error_size, "%s", dlerror());
+  } else {
+    snprintf(error, error_size, "cannot write %.300s: %s", path,
+             strerror(errno));
+  }
+  unlink(path);
+  close(fd);
+  return handle;
+}
+
+accel_status_t accel_cpu_module_load(void* device_ptr, const void* image,
+                                     size_t size, void** out_module) {
+  accel_cpu_device_t* device = device_ptr;
+  const accel_host_t* host = device->host;
+  *out_module = NULL;
+  accel_cpu_module_t* module = calloc(1, sizeof(*module));
+  if (module == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "cpu:%u: module",
+                      device->index);
+  }
+  char error[ACCEL_CPU_MESSAGE_SIZE - 64] = "";
+  int fd = -1;
+  void* handle =
+      accel_cpu_module_open_memfd(image, size, &fd, error, sizeof(error));
+  if (handle == NULL && fd == -1) {
+    handle =
+        accel_cpu_module_open_file(host, image, size, error, sizeof(error));
+  }
+  if (handle == NULL) {
+    free(module);
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "cpu:%u: cannot load the module: %s", device->index,
+                      error);
+  }
+  module->device = device;
+  module->handle = handle;
+  module->fd = fd < 0 ? -1 : fd;
+  *out_module = module;
+  return ACCEL_OK;
+}
+
+void accel_cpu_module_unload(void* module_ptr) {
+  accel_cpu_module_t* module = module_ptr;
+  if (module == NULL) return;
+  dlclose(module->handle);
+  if (module->fd >= 0) close(module->fd);
+  free(module);
+}
+
+accel_status_t accel_cpu_module_function(void* module_ptr, const char* name,
+                                         void** out_function) {
+  accel_cpu_module_t* module = module_ptr;
+  const accel_host_t* host = module->device->host;
+  *out_function = NULL;
+  dlerror();  // clear a stale message
+  void* sym = dlsym(module->handle, name);
+  if (sym == NULL) {
+    return host->fail(host, ACCEL_ERROR_NOT_FOUND,
+                      "cpu:%u: the module has no function '%s' (is it "
+                      "declared with ACCEL_CPU_KERNEL?)",
+                      module->device->index, name);
+  }
+  // The function handle is the kernel's code address itself: it needs no
+  // state and nothing to free.
+  *out_function = sym;
+  return ACCEL_OK;
+}
+
+// A queued launch. The argument values follow it in the task's memory.
+typedef struct accel_cpu_launch_task {
+  accel_cpu_kernel_fn_t fn;
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_mem_bytes;
+  uint32_t num_args;
+  void** argv;  // num_args pointers into `values`
+  unsigned char* values;
+  size_t shared_stride;   // per-worker scratch size, 64-byte multiple
+  unsigned char* shared;  // width * shared_stride bytes, during the run
+} accel_cpu_launch_task_t;
+
+static void accel_cpu_launch_block(void* ctx, uint64_t index, uint32_t worker) {
+  const accel_cpu_launch_task_t* t = ctx;
+  accel_cpu_kernel_ctx_t k = {.struct_size = sizeof(k), .worker = worker};
+  uint64_t gx = t->grid[0], gy = t->grid[1];
+  k.block_idx[0] = (uint32_t)(index % gx);
+  k.block_idx[1] = (uint32_t)(index / gx % gy);
+  k.block_idx[2] = (uint32_t)(index / (gx * gy));
+  memcpy(k.grid_dim, t->grid, sizeof(k.grid_dim));
+  memcpy(k.block_dim, t->block, sizeof(k.block_dim));
+  if (t->shared_mem_bytes != 0) {
+    k.shared_mem = t->shared + (size_t)worker * t->shared_stride;
+    k.shared_mem_bytes = t->shared_mem_bytes;
+  }
+  t->fn(&k, (void* const*)t->argv);
+}
+
+static accel_status_t accel_cpu_launch_call(accel_cpu_device_t* device,
+                                            void* arg, char* message,
+                                            size_t size) {
+  accel_cpu_launch_task_t* t = arg;
+  accel_cpu_pool_t* pool = atomic_load(&device->plugin->pool);
+  uint32_t width = accel_cpu_pool_width(pool);
+  if (t->shared_mem_bytes != 0) {
+    t->shared_stride = ((size_t)t->shared_mem_bytes + ACCEL_CPU_ALIGNMENT - 1) &
+                       ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+    t->shared = aligned_alloc(ACCEL_CPU_ALIGNMENT, t->shared_stride * width);
+    if (t->shared == NULL) {
+      snprintf(message, size,
+               "launch: out of host memory for %u x %u bytes "
+               "of shared memory",
+               width, t->shared_mem_bytes);
+      return ACCEL_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  uint64_t blocks = (uint64_t)t->grid[0] * t->grid[1] * t->grid[2];
+  accel_cpu_pool_run(pool, blocks, accel_cpu_launch_block, t);
+  free(t->shared);
+  t->shared = NULL;
+  return ACCEL_OK;
+}
+
+// Bytes reserved for one argument value: its size rounded up to 16, so
+// every value is aligned for any scalar or vector type a kernel reads.
+static size_t accel_cpu_arg_slot(const accel_plugin_arg_t* arg) {
+  size_t size =
+      arg->kind == ACCEL_PLUGIN_ARG_BUFFER ? sizeof(void*) : (size_t)arg->size;
+  return (size + 15) & ~(size_t)15;
+}
+
+accel_status_t accel_cpu_launch(void* function, void* stream_ptr,
+                                const accel_plugin_launch_t* launch) {
+  accel_cpu_stream_t* stream = stream_ptr;
+  accel_cpu_device_t* device = accel_cpu_stream_device(stream);
+  const accel_host_t* host = device->host;
+  accel_cpu_pool_t* pool = NULL;
+  accel_status_t status = accel_cpu_pool_get(device->plugin, &pool);
+  if (status != ACCEL_OK) return status;
+  size_t head = (sizeof(accel_cpu_launch_task_t) + 15) & ~(size_t)15;
+  size_t argv_bytes =
+      ((size_t)launch->num_args * sizeof(void*) + 15) & ~(size_t)15;
+  size_t values_bytes = 0;
+  for (uint32_t i = 0; i < launch->num_args; i++) {
+    values_bytes += accel_cpu_arg_slot(&launch->args[i]);
+  }
+  accel_cpu_task_t* task = accel_cpu_task_create_call(
+      accel_cpu_launch_call, head + argv_bytes + values_bytes);
+  if (task == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                      "cpu:%u: cannot queue a launch with %u arguments",
+                      device->index, launch->num_args);
+  }
+  accel_cpu_launch_task_t* t = task->u.call.arg;
+  memcpy(&t->fn, &function, sizeof(t->fn));  // a code address (dlsym)
+  memcpy(t->grid, launch->grid, sizeof(t->grid));
+  memcpy(t->block, launch->block, sizeof(t->block));
+  t->shared_mem_bytes = launch->shared_mem_bytes;
+  t->num_args = launch->num_args;
+  t->argv = (void**)((unsigned char*)t + head);
+  t->values = (unsigned char*)t + head + argv_bytes;
+  unsigned char* slot = t->values;
+  for (uint32_t i = 0; i < launch->num_args; i++) {
+    const accel_plugin_arg_t* arg = &launch->args[i];
+    if (arg->kind == ACCEL_PLUGIN_ARG_BUFFER) {
+      // The memory handle is the host address (memory.c).
+      void* address = (unsigned char*)arg->mem + arg->offset;
+      memcpy(slot, &address, sizeof(address));
+    } else if (arg->size != 0) {
+      memcpy(slot, arg->value, arg->size);
+    }
+    t->argv[i] = slot;
+    slot += accel_cpu_arg_slot(arg);
+  }
+  accel_cpu_stream_submit(stream, task);
+  return ACCEL_OK;
+}

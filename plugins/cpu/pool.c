@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+//
+// The thread pool of the CPU plugin: one per plugin, shared by every
+// stream of every device, created at the first op that needs it (never at
+// load, so accel-info and programs that only query devices start no
+// threads).
+//
+// Width: the CPUs this process may run on (its affinity mask), or
+// ACCEL_CPU_THREADS. The pool starts width - 1 helper threads; the thread
+// that asks for a parallel loop (a stream worker, or the caller of a
+// synchronous copy) runs chunks too, so a loop never waits for an idle
+// core it could have used, and a loop started from inside the pool cannot
+// deadlock: its caller alone can finish it.
+//
+// A loop is a job: `count` chunks handed out in order by an atomic
+// counter. Jobs from several streams queue FIFO; helpers join the job at
+// the head, each taking a distinct worker index (0 is the caller). A helper
+// that joins counts itself in `active`; the caller, once every chunk is
+// claimed, takes the job out of the queue and waits for `active` to drop to
+// zero, so no helper touches the job (which lives on the caller's stack)
+// after the caller returns.
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+typedef struct accel_cpu_job accel_cpu_job_t;
+
+struct accel_cpu_job {
+  accel_cpu_job_t* next;  // queue link, guarded by the pool mutex
+  accel_cpu_pool_fn_t fn;
+  void* ctx;
+  uint64_t count;
+  _Atomic uint64_t next_index;  // next chunk to hand out
+  uint32_t joined;              // participants so far (mutex)
+  uint32_t active;              // helpers running chunks (mutex)
+  bool queued;                  // in the pool's queue (mutex)
+};
+
+struct accel_cpu_pool {
+  pthread_mutex_t mutex;
+  pthread_cond_t work_cv;  // a job was queued, or stopping
+  pthread_cond_t idle_cv;  // a helper left a job
+  accel_cpu_job_t* head;   // guarded by `mutex`, as are the next two
+  accel_cpu_job_t* tail;
+  bool stopping;
+  uint32_t width;    // helpers + 1 (the caller)
+  uint32_t helpers;  // threads started
+  pthread_t threads[];
+};
+
+// Byte ranges below this are copied or filled by the calling thread alone:
+// splitting them costs more in wake-ups than it saves.
+#define ACCEL_CPU_PARALLEL_BYTES ((size_t)4 << 20)
+
+// Claims and runs chunks of `job` until none is left.
+static void accel_cpu_job_work(accel_cpu_job_t* job, uint32_t worker) {
+  for (;;) {
+    uint64_t i = atomic_fetch_add(&job->next_index, 1);
+    if (i >= job->count) return;
+    job->fn(job->ctx, i, worker);
+  }
+}
+
+// Unlinks `job` from the queue. Mutex held; `job` is queued.
+static void accel_cpu_pool_dequeue(accel_cpu_pool_t* pool,
+                                   accel_cpu_job_t* job) {
+  accel_cpu_job_t* prev = NULL;
+  for (accel_cpu_job_t* j = pool->head; j != NULL; prev = j, j = j->next) {
+    if (j != job) continue;
+    if (prev == NULL) {
+      pool->head = j->next;
+    } else {
+      prev->next = j->next;
+    }
+    if (pool->tail == j) pool->tail = prev;
+    break;
+  }
+  job->next = NULL;
+  job->queued = false;
+}
+
+static void* accel_cpu_pool_helper(void* arg) {
+  accel_cpu_pool_t* pool = arg;
+  pthread_mutex_lock(&pool->mutex);
+  for (;;) {
+    while (pool->head == NULL && !pool->stopping) {
+      pthread_cond_wait(&pool->work_cv, &pool->mutex);
+    }
+    accel_cpu_job_t* job = pool->head;
+    if (job == NULL) break;  // stopping, and no job left to help with
+    uint32_t worker = job->joined++;
+    job->active++;
+    // Nobody else may join once every thread has: worker ids stay unique.
+    if (job->joined >= pool->width) accel_cpu_pool_dequeue(pool, job);
+    pthread_mutex_unlock(&pool->mutex);
+    accel_cpu_job_work(job, worker);
+    pthread_mutex_lock(&pool->mutex);
+    // Every chunk is claimed now: nothing left for late helpers.
+    if (job->queued) accel_cpu_pool_dequeue(pool, job);
+    if (--job->active == 0) pthread_cond_broadcast(&pool->idle_cv);
+  }
+  pthread_mutex_unlock(&pool->mutex);
+  return NULL;
+}
+
+void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
+                        accel_cpu_pool_fn_t fn, void* ctx) {
+  if (count == 0) return;
+  if (pool == NULL || pool->helpers == 0 || count == 1) {
+    for (uint64_t i = 0; i < count; i++) fn(ctx, i, 0);
+    return;
+  }
+  accel_cpu_job_t job = {.fn = fn, .ctx = ctx, .count = count, .joined = 1};
+  atomic_init(&job.next_index, 0);
+  pthread_mutex_lock(&pool->mutex);
+  job.queued = true;
+  if (pool->tail != NULL) {
+    pool->tail->next = &job;
+  } else {
+    pool->head = &job;
+  }
+  pool->tail = &job;
+  // Wake only as many helpers as there are chunks beyond the caller's.
+  if (count - 1 >= pool->helpers) {
+    pthread_cond_broadcast(&pool->work_cv);
+  } else {
+    for (uint64_t i = 0; i + 1 < count; i++) {
+      pthread_cond_signal(&pool->work_cv);
+    }
+  }
+  pthread_mutex_unlock(&pool->mutex);
+
+  accel_cpu_job_work(&job, 0);
+
+  pthread_mutex_lock(&pool->mutex);
+  if (job.queued) accel_cpu_pool_dequeue(pool, &job);
+  while (job.active != 0) pthread_cond_wait(&pool->idle_cv, &pool->mutex);
+  pthread_mutex_unlock(&pool->mutex);
+}
+
+uint32_t accel_cpu_pool_width(const accel_cpu_pool_t* pool) {
+  return pool == NULL ? 1u : pool->width;
+}
+
+// Reads ACCEL_CPU_THREADS: true with `*out_width` set (0 when unset or
+// empty), false when malformed.
+static bool accel_cpu_pool_parse(const accel_host_t* host, uint32_t* out_width,
+                                 const char** out_text) {
+  const char* text = host->getenv(host, "ACCEL_CPU_THREADS");
+  *out_text = text;
+  *out_width = 0;
+  if (text == NULL || text[0] == '\0') return true;
+  size_t len = strlen(text);
+  if (len > 4) return false;
+  for (size_t i = 0; i < len; i++) {
+    if (!isdigit((unsigned char)text[i])) return false;
+  }
+  unsigned long value = strtoul(text, NULL, 10);
+  if (value < 1 || value > ACCEL_CPU_THREADS_MAX) return false;
+  *out_width = (uint32_t)value;
+  return true;
+}
+
+uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin) {
+  accel_cpu_pool_t* pool = atomic_load(&plugin->pool);
+  if (pool != NULL) return pool->width;
+  uint32_t width = 0;
+  const char* text = NULL;
+  if (!accel_cpu_pool_parse(plugin->host, &width, &text) || width == 0) {
+    width = accel_cpu_sysinfo_usable_cpus();
+  }
+  return width;
+}
+
+// Creates a pool of `width` threads in all (helpers plus the caller).
+static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
+                                            uint32_t width,
+                                            accel_cpu_pool_t** out_pool) {
+  accel_cpu_pool_t* pool =
+      calloc(1, sizeof(*pool) + (size_t)(width - 1) * sizeof(pthread_t));
+  if (pool == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "cpu: thread pool");
+  }
+  if (pthread_mutex_init(&pool->mutex, NULL) != 0 ||
+      pthread_cond_init(&pool->work_cv, NULL) != 0 ||
+      pthread_cond_init(&pool->idle_cv, NULL) != 0) {
+    // Linux pthread init calls cannot fail with default attributes.
+    free(pool);
+    return host->fail(host, ACCEL_ERROR_INTERNAL, "cpu: thread pool init");
+  }
+  pool->width = width;
+  for (uint32_t i = 0; i + 1 < width; i++) {
+    int rc =
+        pthread_create(&pool->threads[i], NULL, accel_cpu_pool_helper, pool);
+    if (rc != 0) {
+      // Run narrower rather than fail: every op still works on fewer
+      // threads, down to the caller alone.
+      host->log(host, ACCEL_LOG_WARN,
+                "cpu: started %u of %u pool threads (pthread error %d)", i,
+                width - 1, rc);
+      break;
+    }
+    pool->helpers++;
+  }
+  pool->width = pool->helpers + 1;
+  *out_pool = pool;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_pool_get(accel_cpu_plugin_t* plugin,
+                                  accel_cpu_pool_t** out_pool) {
+  accel_cpu_pool_t* pool = atomic_load(&plugin->pool);
+  if (pool != NULL) {
+    *out_pool = pool;
+    return ACCEL_OK;
+  }
+  const accel_host_t* host = plugin->host;
+  accel_status_t status = ACCEL_OK;
+  *out_pool = NULL;
+  pthread_mutex_lock(&plugin->mutex);
+  pool = atomic_load(&plugin->pool);
+  if (pool == NULL) {
+    uint32_t width = 0;
+    const char* text = NULL;
+    if (!accel_cpu_pool_parse(host, &width, &text)) {
+      status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                          "ACCEL_CPU_THREADS='%s' is not a number between 1 "
+                          "and %u",
+                          text, ACCEL_CPU_THREADS_MAX);
+    } else {
+      if (width == 0) width = accel_cpu_sysinfo_usable_cpus();
+      status = accel_cpu_pool_create(host, width, &pool);
+      if (status == ACCEL_OK) {
+        host->log(host, ACCEL_LOG_DEBUG, "cpu: thread pool of %u threads",
+                  pool->width);
+        atomic_store(&plugin->pool, pool);
+      }
+    }
+  }
+  pthread_mutex_unlock(&plugin->mutex);
+  *out_pool = pool;
+  return status;
+}
+
+void accel_cpu_pool_destroy(accel_cpu_pool_t* pool) {
+  if (pool == NULL) return;
+  pthread_mutex_lock(&pool->mutex);
+  pool->stopping = true;
+  pthread_cond_broadcast(&pool->work_cv);
+  pthread_mutex_unlock(&pool->mutex);
+  for (uint32_t i = 0; i < pool->helpers; i++) {
+    pthread_join(pool->threads[i], NULL);
+  }
+  pthread_cond_destroy(&pool->idle_cv);
+  pthread_cond_destroy(&pool->work_cv);
+  pthread_mutex_destroy(&pool->mutex);
+  free(pool);
+}
+
+// ---------------------------------------------------------------------------
+// Parallel copies and fills (the ABI 1.0 copy and memset entries use them).
+// ---------------------------------------------------------------------------
+
+typedef struct accel_cpu_bytes_job {
+  unsigned char* dst;
+  const unsigned char* src;  // NULL for a fill
+  size_t size;
+  size_t chunk;
+  uint8_t value;
+} accel_cpu_bytes_job_t;
+
+static void accel_cpu_bytes_chunk(void* ctx, uint64_t index, uint32_t worker) {
+  (void)worker;
+  const accel_cpu_bytes_job_t* job = ctx;
+  size_t begin = (size_t)index * job->chunk;
+  size_t n = job->size - begin < job->chunk ? job->size - begin : job->chunk;
+  if (job->src != NULL) {
+    memcpy(job->dst + begin, job->src + begin, n);
+  } else {
+    memset(job->dst + begin, job->value, n);
+  }
+}
+
+// Splits a large copy or fill across the pool; small ones, and any when
+// the pool cannot be had (a bad ACCEL_CPU_THREADS is reported by the ops,
+// not by copies, which worked before the pool existed), run here.
+static bool accel_cpu_bytes_parallel(accel_cpu_plugin_t* plugin,
+                                     accel_cpu_bytes_job_t* job) {
+  if (job->size < ACCEL_CPU_PARALLEL_BYTES) return false;
+  accel_cpu_pool_t* pool = atomic_load(&plugin->pool);
+  if (pool == NULL && accel_cpu_pool_get(plugin, &pool) != ACCEL_OK) {
+    return false;
+  }
+  if (pool->width == 1) return false;
+  // About four chunks per thread for balance, whole cache lines each.
+  size_t chunk = job->size / ((size_t)pool->width * 4);
+  chunk = (chunk + 4095) & ~(size_t)4095;
+  if (chunk < ((size_t)256 << 10)) chunk = (size_t)256 << 10;
+  job->chunk = chunk;
+  accel_cpu_pool_run(pool, (job->size + chunk - 1) / chunk,
+                     accel_cpu_bytes_chunk, job);
+  return true;
+}
+
+void accel_cpu_copy_run(accel_cpu_plugin_t* plugin, void* dst, const void* src,
+                        size_t size, bool overlap) {
+  if (overlap) {
+    memmove(dst, src, size);  // same allocation: keep memmove's ordering
+    return;
+  }
+  accel_cpu_bytes_job_t job = {.dst = dst, .src = src, .size = size};
+  if (!accel_cpu_bytes_parallel(plugin, &job)) memcpy(dst, src, size);
+}
+
+void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
+                        size_t size) {
+  accel_cpu_bytes_job_t job = {.dst = dst, .size = size, .value = value};
+  if (!accel_cpu_bytes_parallel(plugin, &job)) memset(dst, value, size);
+}

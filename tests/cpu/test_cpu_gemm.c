@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+//
+// CPU-plugin specifics of GEMM (portable semantics: tests/kernels):
+// - the BLAS is loaded at the first GEMM and named in the device features
+//   ("blas=openblas-0.3.21:Cooperlake:threads"); before that, "unloaded";
+// - large products, in every transpose combination and with padded leading
+//   dimensions, agree with a naive reference on sampled tiles;
+// - beta 0 ignores NaN in C; k 0 scales C;
+// - f16/bf16 GEMM against f32 GEMM timings are printed (not asserted);
+// - with no BLAS (CPU_TEST_NO_BLAS, set with ACCEL_CPU_BLAS naming a
+//   missing library), GEMM is ACCEL_ERROR_UNSUPPORTED naming it.
+// Exits 77 when no BLAS library is installed.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_test.h"
+#include "test.h"
+
+typedef struct ctx {
+  accel_device_t* device;
+  accel_stream_t* stream;
+} ctx_t;
+
+static accel_status_t ctx_open(ctx_t* c) {
+  memset(c, 0, sizeof(*c));
+  accel_status_t s = accel_device_open("cpu:0", &c->device);
+  if (s == ACCEL_OK) s = accel_stream_create(c->device, 0, &c->stream);
+  return s;
+}
+
+static void ctx_close(ctx_t* c) {
+  accel_stream_release(c->stream);
+  accel_device_release(c->device);
+}
+
+static void features(accel_device_t* device, char* out, size_t size) {
+  accel_device_info_t info;
+  memset(&info, 0, sizeof(info));
+  info.struct_size = sizeof(info);
+  out[0] = '\0';
+  if (accel_device_query_info(device, &info) == ACCEL_OK) {
+    snprintf(out, size, "%s", info.features);
+  }
+}
+
+static float rnd(uint32_t* seed) {
+  *seed = *seed * 1664525u + 1013904223u;
+  return (float)(*seed >> 8) / 16777216.0f - 0.5f;
+}
+
+// Runs one f32 GEMM of m x n x k with transposes and padded leading
+// dimensions, then checks 3 tiles of 4 x 4 against a double reference.
+static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
+                                bool tb, bool* out_ok) {
+  size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  size_t lda = ac + 3, ldb = bc + 5, ldc = n + 7;
+  float* a = malloc(ar * lda * 4);
+  float* b = malloc(br * ldb * 4);
+  float* cc = malloc(m * ldc * 4);
+  uint32_t seed = (uint32_t)(m * 31 + n * 7 + k + ta * 2 + tb);
+  for (size_t i = 0; i < ar * lda; i++) a[i] = rnd(&seed);
+  for (size_t i = 0; i < br * ldb; i++) b[i] = rnd(&seed);
+  for (size_t i = 0; i < m * ldc; i++) cc[i] = NAN;  // beta 0 ignores it
+  accel_buffer_t *ba = NULL, *bb = NULL, *bcb = NULL;
+  accel_status_t s = accel_buffer_create(c->device, ar * lda * 4, &ba);
+  if (s == ACCEL_OK) s = accel_buffer_create(c->device, br * ldb * 4, &bb);
+  if (s == ACCEL_OK) s = accel_buffer_create(c->device, m * ldc * 4, &bcb);
+  if (s == ACCEL_OK) s = accel_buffer_write(ba, 0, a, ar * lda * 4);
+  if (s == ACCEL_OK) s = accel_buffer_write(bb, 0, b, br * ldb * 4);
+  if (s == ACCEL_OK) s = accel_buffer_write(bcb, 0, cc, m * ldc * 4);
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k;
+  g.alpha = 1.25, g.beta = 0.0;
+  g.a = ba, g.lda = lda, g.b = bb, g.ldb = ldb, g.c = bcb, g.ldc = ldc;
+  if (s == ACCEL_OK) s = accel_op_gemm(c->stream, &g);
+  if (s == ACCEL_OK) s = accel_stream_synchronize(c->stream);
+  if (s == ACCEL_OK) s = accel_buffer_read(bcb, 0, cc, m * ldc * 4);
+  *out_ok = s == ACCEL_OK;
+  size_t th = m < 4 ? m : 4, tw = n < 4 ? n : 4;
+  const size_t rows[3] = {0, (m - th) / 2, m - th};
+  const size_t cols[3] = {0, n - tw, (n - tw) / 3};
+  for (int t = 0; t < 3 && *out_ok; t++) {
+    for (size_t i = rows[t]; i < rows[t] + th; i++) {
+      for (size_t j = cols[t]; j < cols[t] + tw; j++) {
+        double ref = 0, mag = 0;
+        for (size_t p = 0; p < k; p++) {
+          double x = ta ? a[p * lda + i] : a[i * lda + p];
+          double y = tb ? b[j * ldb + p] : b[p * ldb + j];
+          ref += x * y;
+          mag += fabs(x * y);
+        }
+        ref *= 1.25;
+        if (!(fabs(cc[i * ldc + j] - ref) <= 1e-5 * 1.25 * mag + 1e-6)) {
+          printf("  %zux%zux%zu ta=%d tb=%d: C[%zu][%zu] = %g, want %g\n", m, n,
+                 k, ta, tb, i, j, cc[i * ldc + j], ref);
+          *out_ok = false;
+        }
+      }
+    }
+  }
+  accel_buffer_release(bcb);
+  accel_buffer_release(bb);
+  accel_buffer_release(ba);
+  free(cc);
+  free(b);
+  free(a);
+  return s;
+}
+
+TEST(no_blas_is_unsupported) {
+  const char* lib = getenv("CPU_TEST_NO_BLAS");
+  if (lib == NULL) SKIP("a BLAS may be installed here");
+  ctx_t c;
+  ASSERT_OK(ctx_open(&c));
+  accel_buffer_t* buf = NULL;
+  ASSERT_OK(accel_buffer_create(c.device, 64, &buf));
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.m = g.n = g.k = 2, g.a = g.b = g.c = buf;
+  g.c_offset = 32;
+  ASSERT_STATUS(accel_op_gemm(c.stream, &g), ACCEL_ERROR_UNSUPPORTED);
+  ASSERT_STR_CONTAINS(accel_last_error(), lib);
+  // Asked again: the same answer, without searching again.
+  ASSERT_STATUS(accel_op_gemm(c.stream, &g), ACCEL_ERROR_UNSUPPORTED);
+  ASSERT_STR_CONTAINS(accel_last_error(), lib);
+  char f[512];
+  features(c.device, f, sizeof(f));
+  ASSERT_STR_CONTAINS(f, "blas=unloaded");
+  accel_buffer_release(buf);
+  ctx_close(&c);
+}
+
+TEST(blas_is_named_and_large_products_agree) {
+  if (getenv("CPU_TEST_NO_BLAS") != NULL) SKIP("no BLAS on purpose");
+  ctx_t c;
+  ASSERT_OK(ctx_open(&c));
+  char f[512];
+  features(c.device, f, sizeof(f));
+  ASSERT_STR_CONTAINS(f, "blas=unloaded");
+  bool ok = false;
+  accel_status_t s = check_f32(&c, 67, 45, 33, false, false, &ok);
+  if (s == ACCEL_ERROR_UNSUPPORTED) {
+    printf("  %s\n", accel_last_error());
+    ctx_close(&c);
+    SKIP("no BLAS library installed");
+  }
+  ASSERT_OK(s);
+  ASSERT(ok);
+  features(c.device, f, sizeof(f));
+  printf("  features: %s\n", f);
+  ASSERT(strstr(f, "blas=unloaded") == NULL);
+  ASSERT_STR_CONTAINS(f, "blas=");
+  static const size_t shapes[][3] = {
+      {1031, 997, 515}, {513, 1500, 64}, {2, 3000, 700}, {1200, 1, 900}};
+  for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+    for (int t = 0; t < 4; t++) {
+      ASSERT_OK(check_f32(&c, shapes[i][0], shapes[i][1], shapes[i][2], t & 1,
+                          t >> 1, &ok));
+      ASSERT(ok);
+    }
+  }
+  ctx_close(&c);
+}
+
+// GFLOP/s of `reps` n x n x n GEMMs in `dtype` (c_dtype `cdt`).
+static double gflops(ctx_t* c, accel_dtype_t dtype, accel_dtype_t cdt, size_t n,
+                     int reps) {
+  size_t es = accel_dtype_size(dtype), cs = accel_dtype_size(cdt);
+  accel_buffer_t *a = NULL, *b = NULL, *cc = NULL;
+  double best = -1;
+  if (accel_buffer_create(c->device, n * n * es, &a) != ACCEL_OK ||
+      accel_buffer_create(c->device, n * n * es, &b) != ACCEL_OK ||
+      accel_buffer_create(c->device, n * n * cs, &cc) != ACCEL_OK ||
+      accel_op_fill(c->stream, a, 0, dtype, n * n, 0.25) != ACCEL_OK ||
+      accel_op_fill(c->stream, b, 0, dtype, n * n, 0.5) != ACCEL_OK) {
+    goto done;
+  }
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.a_dtype = g.b_dtype = dtype, g.c_dtype = cdt;
+  g.m = g.n = g.k = n, g.a = a, g.b = b, g.c = cc;
+  double ms[16];
+  for (int r = 0; r <= reps && r < 16; r++) {
+    double t0 = cpu_test_now_ms();
+    if (accel_op_gemm(c->stream, &g) != ACCEL_OK ||
+        accel_stream_synchronize(c->stream) != ACCEL_OK) {
+      goto done;
+    }
+    ms[r] = cpu_test_now_ms() - t0;  // r == 0 is a warm-up
+  }
+  for (int i = 1; i <= reps; i++) {
+    for (int j = i + 1; j <= reps; j++) {
+      if (ms[j] < ms[i]) {
+        double t = ms[i];
+        ms[i] = ms[j];
+        ms[j] = t;
+      }
+    }
+  }
+  best = 2.0 * (double)n * n * n / (ms[1 + reps / 2] * 1e6);
+done:
+  accel_buffer_release(cc);
+  accel_buffer_release(b);
+  accel_buffer_release(a);
+  return best;
+}
+
+TEST(half_gemm_speed_report) {
+  if (getenv("CPU_TEST_NO_BLAS") != NULL) SKIP("no BLAS on purpose");
+  ctx_t c;
+  ASSERT_OK(ctx_open(&c));
+  static const size_t sizes[] = {512, 1024};
+  for (size_t i = 0; i < 2; i++) {
+    size_t n = sizes[i];
+    double f32 = gflops(&c, ACCEL_DTYPE_F32, ACCEL_DTYPE_F32, n, 5);
+    if (f32 < 0) {
+      ctx_close(&c);
+      SKIP("GEMM unavailable: %s", accel_last_error());
+    }
+    double f16 = gflops(&c, ACCEL_DTYPE_F16, ACCEL_DTYPE_F16, n, 5);
+    double bf16 = gflops(&c, ACCEL_DTYPE_BF16, ACCEL_DTYPE_BF16, n, 5);
+    double mixed = gflops(&c, ACCEL_DTYPE_BF16, ACCEL_DTYPE_F32, n, 5);
+    printf(
+        "  %zu^3: f32 %.0f, f16 %.0f (%.2fx), bf16 %.0f (%.2fx), "
+        "bf16->f32 %.0f GFLOP/s (medians)\n",
+        n, f32, f16, f32 / f16, bf16, f32 / bf16, mixed);
+    ASSERT_GT(f16, 0);
+    ASSERT_GT(bf16, 0);
+  }
+  ctx_close(&c);
+}
+
+int main(int argc, char** argv) {
+  int rc = test_main(argc, argv);
+  accel_shutdown();
+  return rc;
+}
