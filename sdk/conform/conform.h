@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+//
+// accel-conform: the conformance suite for accel backend plugins. One
+// executable runs a registry of checks, grouped by area in conform_*.c,
+// against one device of one plugin, through the public API only (the core's
+// validation is part of what a user sees). Built-in ops are compared with
+// the CPU plugin and with a double-precision host reference (dtype.c).
+//
+// A check returns one result and writes a one-line detail. Handles and host
+// memory a check creates are tracked in the context and released by the
+// runner after the check, unless a call timed out: then the work may still
+// reference them, so they are leaked on purpose and the process skips
+// accel_shutdown() at exit (`tainted`).
+#ifndef ACCEL_SDK_CONFORM_CONFORM_H_
+#define ACCEL_SDK_CONFORM_CONFORM_H_
+
+#include <accel/accel.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// The ops and module API arrived in accel 0.2 (ABI 1.1). They are weak
+// references so accel-conform also runs against a libaccel that predates
+// them, reporting those checks as failures instead of failing to start.
+#pragma weak accel_op_fill
+#pragma weak accel_op_cast
+#pragma weak accel_op_scale
+#pragma weak accel_op_axpy
+#pragma weak accel_op_add
+#pragma weak accel_op_mul
+#pragma weak accel_op_sum
+#pragma weak accel_gemm_init
+#pragma weak accel_op_gemm
+#pragma weak accel_module_create
+#pragma weak accel_module_create_from_file
+#pragma weak accel_module_release
+#pragma weak accel_kernel_create
+#pragma weak accel_kernel_release
+#pragma weak accel_launch_config_init
+#pragma weak accel_kernel_launch
+
+// Outcome of one check. UNSUPPORTED counts as skipped in the summary.
+typedef enum conform_result {
+  CONFORM_PASS = 0,
+  CONFORM_FAIL = 1,
+  CONFORM_SKIP = 2,
+  CONFORM_UNSUPPORTED = 3,
+} conform_result_t;
+
+#define CONFORM_MAX_TRACKED 1024
+
+// What the runner hands every check.
+typedef struct conform_ctx {
+  accel_device_t* device;     // the device under test
+  accel_device_t* peer;       // another device of the backend, or NULL
+  accel_device_t* reference;  // the CPU plugin's device, or NULL
+  accel_device_info_t info;   // `device`'s properties
+  const char* plugin_path;    // real path of the plugin under test
+  const char* kernel_dir;     // where test kernels live, or NULL
+  double timeout_s;           // per blocking wait
+  uint64_t seed;
+  bool tainted;  // a wait timed out: leak, and skip accel_shutdown()
+  bool hung;     // a wait timed out in the current check
+  char detail[512];
+  char sync_message[256];  // accel_last_error() of a failed timed sync
+  // Tracked for release after the check.
+  size_t tracked_count;
+  struct {
+    int kind;
+    void* handle;
+  } tracked[CONFORM_MAX_TRACKED];
+} conform_ctx_t;
+
+typedef conform_result_t (*conform_fn_t)(conform_ctx_t* ctx, const void* arg);
+
+// One registered check. `name` is "area.what[.detail]".
+typedef struct conform_check {
+  const char* name;
+  conform_fn_t fn;
+  const void* arg;
+} conform_check_t;
+
+// Registry (registry.c): every check in run order.
+size_t conform_check_count(void);
+const conform_check_t* conform_check_get(size_t index);
+
+// Areas (conform_<area>.c). Each returns its table and count.
+const conform_check_t* conform_abi_checks(size_t* out_count);
+const conform_check_t* conform_device_checks(size_t* out_count);
+const conform_check_t* conform_memory_checks(size_t* out_count);
+const conform_check_t* conform_copy_checks(size_t* out_count);
+const conform_check_t* conform_stream_checks(size_t* out_count);
+const conform_check_t* conform_event_checks(size_t* out_count);
+const conform_check_t* conform_ops_checks(size_t* out_count);
+const conform_check_t* conform_kernel_checks(size_t* out_count);
+
+// ---------------------------------------------------------------------------
+// Helpers (util.c)
+// ---------------------------------------------------------------------------
+
+// Writes the detail line and returns `result`.
+conform_result_t conform_report(conform_ctx_t* ctx, conform_result_t result,
+                                const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// FAIL with "<what>: <STATUS>: <accel_last_error()>".
+conform_result_t conform_fail_status(conform_ctx_t* ctx, accel_status_t status,
+                                     const char* what);
+
+// Tracked handle creation; on failure they return the status and leave the
+// message in accel_last_error(). Released by the runner after the check.
+accel_status_t conform_buffer(conform_ctx_t* ctx, accel_device_t* device,
+                              size_t size, accel_buffer_t** out_buffer);
+accel_status_t conform_stream(conform_ctx_t* ctx, accel_device_t* device,
+                              accel_stream_t** out_stream);
+accel_status_t conform_event(conform_ctx_t* ctx, accel_device_t* device,
+                             accel_event_flags_t flags,
+                             accel_event_t** out_event);
+void conform_track_module(conform_ctx_t* ctx, accel_module_t* module);
+void conform_track_kernel(conform_ctx_t* ctx, accel_kernel_t* kernel);
+
+// Zeroed host memory freed after the check (aborts nothing: NULL on OOM).
+void* conform_alloc(conform_ctx_t* ctx, size_t size);
+
+// Releases everything tracked (or leaks it when the check hung).
+void conform_release_tracked(conform_ctx_t* ctx);
+
+// Polls accel_stream_query / accel_event_query until done, an error, or
+// `ctx->timeout_s`. Returns ACCEL_OK, the query's error, or
+// ACCEL_ERROR_NOT_READY on timeout (and marks the check hung).
+accel_status_t conform_stream_wait(conform_ctx_t* ctx, accel_stream_t* stream);
+accel_status_t conform_event_wait(conform_ctx_t* ctx, accel_event_t* event);
+
+// Runs accel_stream_synchronize / accel_event_synchronize on a helper
+// thread with the same deadline, so a plugin that never completes makes the
+// check fail instead of hanging. NOT_READY on timeout (check marked hung).
+accel_status_t conform_stream_sync(conform_ctx_t* ctx, accel_stream_t* stream);
+accel_status_t conform_event_sync(conform_ctx_t* ctx, accel_event_t* event);
+
+// FAIL for a failed conform_*_wait/_sync: "<what>: did not complete within
+// N s" on timeout, else "<what>: <STATUS>: <message>".
+conform_result_t conform_fail_wait(conform_ctx_t* ctx, accel_status_t status,
+                                   const char* what);
+
+// Reads all of `buffer` and compares it with `expected` (`size` bytes, the
+// buffer's size). On a mismatch writes "<what>: byte N is X, expected Y"
+// (or the read's error) to the detail and returns false.
+bool conform_verify(conform_ctx_t* ctx, accel_buffer_t* buffer,
+                    const unsigned char* expected, size_t size,
+                    const char* what);
+
+// Enqueues `rounds` copies of several MiB back and forth between two fresh
+// buffers on `stream`: work long enough that a later stream or event
+// really has to wait for it. Returns the enqueue status.
+accel_status_t conform_heavy_work(conform_ctx_t* ctx, accel_stream_t* stream,
+                                  int rounds);
+
+// Deterministic pseudo-random numbers (splitmix64).
+uint64_t conform_rand(uint64_t* state);
+// Uniform in [lo, hi).
+double conform_rand_range(uint64_t* state, double lo, double hi);
+void conform_rand_bytes(uint64_t* state, void* dst, size_t size);
+
+// Seconds since an arbitrary epoch (CLOCK_MONOTONIC).
+double conform_now(void);
+
+// ---------------------------------------------------------------------------
+// Element types (dtype.c)
+// ---------------------------------------------------------------------------
+
+size_t conform_dtype_size(accel_dtype_t dtype);
+const char* conform_dtype_name(accel_dtype_t dtype);
+// Element `i` of `p` as a double; stores round to nearest even, I32
+// truncates toward zero and saturates (NaN gives 0).
+double conform_load(const void* p, accel_dtype_t dtype, size_t i);
+void conform_store(void* p, accel_dtype_t dtype, size_t i, double v);
+
+#endif  // ACCEL_SDK_CONFORM_CONFORM_H_

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+//
+// Custom kernel checks. A device that does not claim the kernels
+// capability must refuse modules with ACCEL_ERROR_UNSUPPORTED (reported as
+// UNSUPPORTED). One that claims it must load a test module, find its
+// kernel, report a missing name as NOT_FOUND, and run a launch correctly.
+//
+// Test modules live in the kernel directory (--kernel-dir; by default
+// share/accel/conform beside the binary, or conform/ next to it in a build
+// tree) as files named accel_conform_<backend>*. Each holds a kernel
+//   accel_conform_add_one(int32_t* data, uint32_t n)
+// that adds 1 to data[i] for every global thread index i < n, where
+// i = block_id.x * block_dim.x + thread_id.x. The check tries every such
+// file and uses the first the device accepts.
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+#define CONFORM_KERNEL_NAME "accel_conform_add_one"
+
+static bool conform_module_api(void) {
+  return accel_module_create != NULL && accel_module_create_from_file != NULL &&
+         accel_kernel_create != NULL && accel_launch_config_init != NULL &&
+         accel_kernel_launch != NULL;
+}
+
+// Loads the first test module for this backend that the device accepts.
+static accel_status_t conform_kernel_module(conform_ctx_t* ctx,
+                                            accel_module_t** out_module,
+                                            char* path, size_t path_size) {
+  *out_module = NULL;
+  DIR* dir = ctx->kernel_dir ? opendir(ctx->kernel_dir) : NULL;
+  if (dir == NULL) return ACCEL_ERROR_NOT_FOUND;
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "accel_conform_%s",
+           accel_device_backend(ctx->device));
+  accel_status_t status = ACCEL_ERROR_NOT_FOUND;
+  struct dirent* entry;
+  while ((entry = readdir(dir)) != NULL) {
+    if (strncmp(entry->d_name, prefix, strlen(prefix)) != 0) continue;
+    snprintf(path, path_size, "%s/%s", ctx->kernel_dir, entry->d_name);
+    status = accel_module_create_from_file(ctx->device, path, out_module);
+    if (status == ACCEL_OK) {
+      conform_track_module(ctx, *out_module);
+      break;
+    }
+  }
+  closedir(dir);
+  return status;
+}
+
+static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
+                                                    const void* arg) {
+  (void)arg;
+  bool claimed = (ctx->info.caps & ACCEL_DEVICE_CAP_KERNELS) != 0;
+  if (!conform_module_api()) {
+    return conform_report(ctx, claimed ? CONFORM_FAIL : CONFORM_UNSUPPORTED,
+                          "libaccel has no module API (accel_module_*)");
+  }
+  if (!claimed) {
+    static const unsigned char image[64] = {0x7f, 'E', 'L', 'F'};
+    accel_module_t* module = NULL;
+    accel_status_t status =
+        accel_module_create(ctx->device, image, sizeof(image), &module);
+    if (status == ACCEL_OK) {
+      conform_track_module(ctx, module);
+      return conform_report(ctx, CONFORM_FAIL,
+                            "a module loaded, but kernels are not claimed");
+    }
+    if (status != ACCEL_ERROR_UNSUPPORTED &&
+        status != ACCEL_ERROR_INCOMPATIBLE) {
+      return conform_fail_status(ctx, status,
+                                 "module without kernels: expected "
+                                 "UNSUPPORTED");
+    }
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no custom kernels: %s",
+                          accel_last_error());
+  }
+  char path[1024] = "";
+  accel_module_t* module = NULL;
+  accel_status_t status =
+      conform_kernel_module(ctx, &module, path, sizeof(path));
+  if (status == ACCEL_ERROR_NOT_FOUND && path[0] == '\0') {
+    return conform_report(ctx, CONFORM_SKIP,
+                          "kernels claimed, but no accel_conform_%s* test "
+                          "module in %s",
+                          accel_device_backend(ctx->device),
+                          ctx->kernel_dir ? ctx->kernel_dir : "(none)");
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, path);
+  accel_kernel_t* missing = NULL;
+  status =
+      accel_kernel_create(module, "accel_conform_no_such_kernel", &missing);
+  if (status != ACCEL_ERROR_NOT_FOUND) {
+    if (status == ACCEL_OK) conform_track_kernel(ctx, missing);
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a missing kernel gave %s, expected NOT_FOUND",
+                          accel_status_string(status));
+  }
+  accel_kernel_t* kernel = NULL;
+  status = accel_kernel_create(module, CONFORM_KERNEL_NAME, &kernel);
+  if (status != ACCEL_OK) {
+    return conform_fail_status(ctx, status, CONFORM_KERNEL_NAME);
+  }
+  conform_track_kernel(ctx, kernel);
+  enum { N = 1000 };
+  int32_t data[N], want[N];
+  for (int i = 0; i < N; i++) data[i] = want[i] = i * 7 - 300;
+  for (int i = 0; i < N - 3; i++) want[i] += 1;  // n = N - 3
+  accel_buffer_t* buffer = NULL;
+  accel_stream_t* stream = NULL;
+  status = conform_buffer(ctx, ctx->device, sizeof(data), &buffer);
+  if (status == ACCEL_OK)
+    status = accel_buffer_write(buffer, 0, data, sizeof(data));
+  if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &stream);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  uint32_t block = ctx->info.max_threads_per_block < 64
+                       ? ctx->info.max_threads_per_block
+                       : 64;
+  config.block[0] = block;
+  config.grid[0] = (N - 3 + block - 1) / block;
+  uint32_t n = N - 3;
+  accel_kernel_arg_t args[2] = {
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer, .offset = 0},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
+  };
+  status = accel_kernel_launch(kernel, stream, &config, 2, args);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "launch");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "launch");
+  if (!conform_verify(ctx, buffer, (const unsigned char*)want, sizeof(want),
+                      "kernel result")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS, "%s from %s: %u blocks of %u",
+                        CONFORM_KERNEL_NAME, path, config.grid[0], block);
+}
+
+static const conform_check_t conform_kernels[] = {
+    {"kernel.launch", conform_kernel_launch_check, NULL},
+};
+
+const conform_check_t* conform_kernel_checks(size_t* out_count) {
+  *out_count = sizeof(conform_kernels) / sizeof(conform_kernels[0]);
+  return conform_kernels;
+}

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+//
+// accel-conform: runs the conformance suite against one plugin.
+//
+//   accel-conform --plugin ./libaccel-foo.so   a plugin file
+//   accel-conform --backend foo                an installed backend
+//
+// Prints one line per check ("PASS  name  detail") and a closing
+// "N passed, N failed, N skipped". Exit status: 0 all passed, 1 a check
+// failed, 2 usage error or the plugin cannot be loaded (with the load
+// report's reason), 77 the plugin loads but has no usable device.
+// realpath() is XSI.
+#define _XOPEN_SOURCE 700
+
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conform.h"
+
+#define CONFORM_EXIT_FAILED 1
+#define CONFORM_EXIT_USAGE 2
+#define CONFORM_EXIT_NO_DEVICE 77
+
+typedef struct conform_args {
+  const char* plugin;
+  const char* backend;
+  const char* reference;
+  const char* filter;
+  const char* kernel_dir;
+  uint32_t device;
+  double timeout_s;
+  uint64_t seed;
+  bool json;
+  bool list;
+  bool require_ops;
+} conform_args_t;
+
+static const char* const conform_result_names[] = {"PASS", "FAIL", "SKIP",
+                                                   "UNSUPPORTED"};
+
+static void conform_usage(FILE* out) {
+  fprintf(out,
+          "usage: accel-conform (--plugin PATH | --backend NAME) [options]\n"
+          "  --plugin PATH      test the plugin file PATH\n"
+          "  --backend NAME     test the installed backend NAME\n"
+          "  --device INDEX     device index within the backend (0)\n"
+          "  --reference PATH   CPU plugin used as reference for ops\n"
+          "                     (default: the installed cpu plugin)\n"
+          "  --filter PATTERN   run checks whose name contains PATTERN, or\n"
+          "                     matches it as a glob if it has * ? [\n"
+          "  --timeout SECONDS  limit for every wait (10)\n"
+          "  --seed N           random seed for op inputs (1)\n"
+          "  --kernel-dir DIR   where test kernels live\n"
+          "  --require-ops      an unsupported built-in op is a failure\n"
+          "                     (first-party plugins implement them all)\n"
+          "  --json             machine-readable output\n"
+          "  --list             list the checks and exit\n"
+          "exit: 0 passed, 1 failures, 2 usage or plugin not loadable,\n"
+          "      77 no usable device\n");
+}
+
+static bool conform_parse(int argc, char** argv, conform_args_t* args) {
+  args->timeout_s = 10.0;
+  args->seed = 1;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--json") == 0) {
+      args->json = true;
+    } else if (strcmp(a, "--list") == 0) {
+      args->list = true;
+    } else if (strcmp(a, "--require-ops") == 0) {
+      args->require_ops = true;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      conform_usage(stdout);
+      exit(0);
+    } else if (v == NULL) {
+      fprintf(stderr, "accel-conform: unknown option or missing value: %s\n",
+              a);
+      return false;
+    } else if (strcmp(a, "--plugin") == 0) {
+      args->plugin = argv[++i];
+    } else if (strcmp(a, "--backend") == 0) {
+      args->backend = argv[++i];
+    } else if (strcmp(a, "--reference") == 0) {
+      args->reference = argv[++i];
+    } else if (strcmp(a, "--filter") == 0) {
+      args->filter = argv[++i];
+    } else if (strcmp(a, "--kernel-dir") == 0) {
+      args->kernel_dir = argv[++i];
+    } else if (strcmp(a, "--device") == 0 || strcmp(a, "--timeout") == 0 ||
+               strcmp(a, "--seed") == 0) {
+      char* end = NULL;
+      double d = strtod(v, &end);
+      if (end == v || *end != '\0' || d < 0) {
+        fprintf(stderr, "accel-conform: bad value for %s: %s\n", a, v);
+        return false;
+      }
+      if (a[2] == 'd') args->device = (uint32_t)d;
+      if (a[2] == 't') args->timeout_s = d > 0 ? d : 10.0;
+      if (a[2] == 's') args->seed = (uint64_t)d;
+      i++;
+    } else {
+      fprintf(stderr, "accel-conform: unknown option: %s\n", a);
+      return false;
+    }
+  }
+  if (!args->list && (args->plugin == NULL) == (args->backend == NULL)) {
+    fprintf(stderr, "accel-conform: give exactly one of --plugin, --backend\n");
+    return false;
+  }
+  return true;
+}
+
+static bool conform_selected(const conform_args_t* args, const char* name) {
+  if (args->filter == NULL) return true;
+  if (strpbrk(args->filter, "*?[") != NULL) {
+    return fnmatch(args->filter, name, 0) == 0;
+  }
+  return strstr(name, args->filter) != NULL;
+}
+
+static void conform_json_string(const char* s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      printf("\\%c", c);
+    } else if (c < 0x20) {
+      printf("\\u%04x", c);
+    } else {
+      putchar(c);
+    }
+  }
+  putchar('"');
+}
+
+// Finds the load-report entry of the plugin under test: by real path for
+// --plugin, by name (first initialised one) for --backend.
+static bool conform_find_report(const conform_args_t* args,
+                                const char* real_plugin,
+                                accel_plugin_report_t* out) {
+  size_t count = 0;
+  if (accel_plugin_report_count(&count) != ACCEL_OK) return false;
+  for (size_t i = 0; i < count; i++) {
+    accel_plugin_report_t r = {.struct_size = sizeof(r)};
+    if (accel_plugin_report_get(i, &r) != ACCEL_OK) continue;
+    bool match = args->plugin != NULL
+                     ? strcmp(r.path, real_plugin) == 0
+                     : strcmp(r.name, args->backend) == 0 &&
+                           r.stage == ACCEL_PLUGIN_STAGE_INITIALISED;
+    if (match) {
+      *out = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+static const char* const conform_stage_names[] = {"found", "opened", "entry",
+                                                  "negotiated", "initialised"};
+
+// Loads the plugin and opens the devices. Returns an exit status other
+// than 0 when the suite cannot run.
+static int conform_setup(const conform_args_t* args, conform_ctx_t* ctx,
+                         char* real_plugin, accel_plugin_report_t* report) {
+  accel_options_t options;
+  accel_options_init(&options);
+  char path[2 * PATH_MAX + 2] = "";
+  if (args->plugin != NULL) {
+    if (realpath(args->plugin, real_plugin) == NULL) {
+      fprintf(stderr, "accel-conform: cannot open %s\n", args->plugin);
+      return CONFORM_EXIT_USAGE;
+    }
+    // The plugin first, so it shadows an installed one of the same name;
+    // the install dir stays searched for the reference CPU plugin.
+    snprintf(path, sizeof(path), "%s%s%s", real_plugin,
+             args->reference ? ":" : "",
+             args->reference ? args->reference : "");
+    options.plugin_path = path;
+    options.ignore_env_path = true;
+  } else if (args->reference != NULL) {
+    options.plugin_path = args->reference;
+  }
+  accel_status_t status = accel_init(&options);
+  if (status != ACCEL_OK) {
+    fprintf(stderr, "accel-conform: accel_init: %s: %s\n",
+            accel_status_string(status), accel_last_error());
+    return CONFORM_EXIT_USAGE;
+  }
+  if (!conform_find_report(args, real_plugin, report)) {
+    fprintf(stderr, "accel-conform: %s %s was not loaded (see accel-info)\n",
+            args->plugin ? "plugin" : "backend",
+            args->plugin ? args->plugin : args->backend);
+    return CONFORM_EXIT_USAGE;
+  }
+  if (report->status == ACCEL_ERROR_UNAVAILABLE ||
+      (report->status == ACCEL_OK && report->device_count == 0)) {
+    printf("accel-conform: %s: no usable device%s%s\n", report->path,
+           report->message[0] ? ": " : "", report->message);
+    return CONFORM_EXIT_NO_DEVICE;
+  }
+  if (report->status != ACCEL_OK) {
+    fprintf(stderr, "accel-conform: %s cannot be loaded: stage %s, %s: %s\n",
+            report->path,
+            report->stage <= ACCEL_PLUGIN_STAGE_INITIALISED
+                ? conform_stage_names[report->stage]
+                : "?",
+            accel_status_string(report->status), report->message);
+    return CONFORM_EXIT_USAGE;
+  }
+  if (args->device >= report->device_count) {
+    fprintf(stderr, "accel-conform: %s has %u device(s); no index %u\n",
+            report->name, report->device_count, args->device);
+    return CONFORM_EXIT_USAGE;
+  }
+  char uri[64];
+  snprintf(uri, sizeof(uri), "%s:%u", report->name, args->device);
+  status = accel_device_open(uri, &ctx->device);
+  if (status != ACCEL_OK) {
+    fprintf(stderr, "accel-conform: open %s: %s: %s\n", uri,
+            accel_status_string(status), accel_last_error());
+    return CONFORM_EXIT_NO_DEVICE;
+  }
+  ctx->info.struct_size = sizeof(ctx->info);
+  accel_device_query_info(ctx->device, &ctx->info);  // checked by a check
+  if (report->device_count > 1) {
+    snprintf(uri, sizeof(uri), "%s:%u", report->name,
+             args->device == 0 ? 1u : 0u);
+    if (accel_device_open(uri, &ctx->peer) != ACCEL_OK) ctx->peer = NULL;
+  }
+  if (strcmp(report->name, "cpu") != 0 &&
+      accel_device_open("cpu:0", &ctx->reference) != ACCEL_OK) {
+    ctx->reference = NULL;  // ops are then checked against the host only
+  }
+  return 0;
+}
+
+// Default kernel directory: share/accel/conform beside bin/, as installed,
+// or the build tree's folder next to the binary.
+static void conform_default_kernel_dir(char* out, size_t size) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  out[0] = '\0';
+  if (n <= 0) return;
+  exe[n] = '\0';
+  char* slash = strrchr(exe, '/');
+  if (slash == NULL) return;
+  *slash = '\0';
+  snprintf(out, size, "%s/../share/accel/conform", exe);
+  if (access(out, R_OK) != 0) snprintf(out, size, "%s/conform", exe);
+}
+
+int main(int argc, char** argv) {
+  conform_args_t args = {0};
+  if (!conform_parse(argc, argv, &args)) {
+    conform_usage(stderr);
+    return CONFORM_EXIT_USAGE;
+  }
+  size_t total = conform_check_count();
+  if (args.list) {
+    for (size_t i = 0; i < total; i++) {
+      const conform_check_t* c = conform_check_get(i);
+      if (conform_selected(&args, c->name)) printf("%s\n", c->name);
+    }
+    return 0;
+  }
+
+  static conform_ctx_t ctx;  // large; static keeps it off the stack
+  static char real_plugin[PATH_MAX];
+  accel_plugin_report_t report = {0};
+  int rc = conform_setup(&args, &ctx, real_plugin, &report);
+  if (rc != 0) {
+    accel_shutdown();
+    return rc;
+  }
+  ctx.plugin_path = report.path;
+  ctx.timeout_s = args.timeout_s;
+  ctx.seed = args.seed;
+  static char kernel_dir[PATH_MAX + 32];
+  if (args.kernel_dir != NULL) {
+    snprintf(kernel_dir, sizeof(kernel_dir), "%s", args.kernel_dir);
+  } else {
+    conform_default_kernel_dir(kernel_dir, sizeof(kernel_dir));
+  }
+  ctx.kernel_dir = kernel_dir;
+
+  if (args.json) {
+    printf("{\"plugin\": ");
+    conform_json_string(report.path);
+    printf(", \"device\": ");
+    conform_json_string(accel_device_uri(ctx.device));
+    printf(", \"reference\": ");
+    conform_json_string(ctx.reference ? accel_device_uri(ctx.reference)
+                                      : "host");
+    printf(", \"checks\": [");
+  } else {
+    printf("accel-conform: %s (%s %s) on %s, reference %s\n", report.path,
+           report.name, report.version, accel_device_uri(ctx.device),
+           ctx.reference ? accel_device_uri(ctx.reference) : "host");
+  }
+  fflush(stdout);
+
+  size_t counts[4] = {0};
+  bool first = true;
+  for (size_t i = 0; i < total; i++) {
+    const conform_check_t* check = conform_check_get(i);
+    if (!conform_selected(&args, check->name)) continue;
+    ctx.detail[0] = '\0';
+    ctx.hung = false;
+    conform_result_t result = check->fn(&ctx, check->arg);
+    if (result == CONFORM_UNSUPPORTED && args.require_ops &&
+        strncmp(check->name, "ops.", 4) == 0) {
+      char detail[sizeof(ctx.detail)];
+      snprintf(detail, sizeof(detail), "%s", ctx.detail);
+      result = conform_report(&ctx, CONFORM_FAIL, "required op: %s", detail);
+    }
+    conform_release_tracked(&ctx);
+    counts[result]++;
+    if (args.json) {
+      printf("%s\n  {\"name\": ", first ? "" : ",");
+      conform_json_string(check->name);
+      printf(", \"result\": ");
+      conform_json_string(conform_result_names[result]);
+      printf(", \"detail\": ");
+      conform_json_string(ctx.detail);
+      printf("}");
+    } else {
+      printf("%-11s  %-28s  %s\n", conform_result_names[result], check->name,
+             ctx.detail);
+    }
+    fflush(stdout);
+    first = false;
+  }
+  size_t passed = counts[CONFORM_PASS], failed = counts[CONFORM_FAIL];
+  size_t skipped = counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED];
+  if (args.json) {
+    printf("\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu}\n", passed,
+           failed, skipped);
+  } else {
+    printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
+  }
+  fflush(stdout);
+  rc = failed > 0 ? CONFORM_EXIT_FAILED : 0;
+  if (ctx.tainted) {
+    // Work that never completed still holds handles; shutting down would
+    // wait for it forever. Leave without running accel's teardown.
+    fflush(stderr);
+    _exit(rc);
+  }
+  accel_device_release(ctx.reference);
+  accel_device_release(ctx.peer);
+  accel_device_release(ctx.device);
+  accel_shutdown();
+  return rc;
+}

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: MIT
+//
+// Built-in ops of the template plugin (ABI 1.1): plain loops over host
+// memory, written for clarity, not speed. They are the template's
+// reference of what each op computes (see <accel/plugin.h>):
+// - F16 and BF16 are loaded as f32, computed in f32 and rounded to nearest
+//   even on store;
+// - I32 arithmetic wraps modulo 2^32; float to I32 truncates toward zero
+//   and saturates, NaN gives 0;
+// - sum accumulates in double, GEMM in double (a simple triple loop; a
+//   real backend calls cuBLAS, rocBLAS or a tuned kernel here).
+// Each op is queued on the stream as one task, like a kernel launch.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "template.h"
+
+// ---------------------------------------------------------------------------
+// Element conversions
+// ---------------------------------------------------------------------------
+
+static float template_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    float f = (float)mant * (1.0f / 16777216.0f);  // subnormal: mant * 2^-24
+    memcpy(&bits, &f, sizeof(bits));
+    bits |= sign;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+static uint16_t template_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof(x));
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+  int32_t e = (int32_t)exp - 127 + 15;
+  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {  // subnormal or zero in f16
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  // A carry out of the mantissa correctly bumps the exponent (to inf).
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++;
+  return (uint16_t)half;
+}
+
+static float template_bf16_to_f32(uint16_t b) {
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+static uint16_t template_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof(x));
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+static int32_t template_to_i32(double v) {
+  if (isnan(v)) return 0;
+  if (v >= 2147483647.0) return INT32_MAX;
+  if (v <= -2147483648.0) return INT32_MIN;
+  return (int32_t)v;  // truncates toward zero
+}
+
+// Element `i` of `p` as a double (exact for every dtype).
+static double template_load(const void* p, uint32_t dtype, uint64_t i) {
+  switch (dtype) {
+    case ACCEL_DTYPE_F32:
+      return ((const float*)p)[i];
+    case ACCEL_DTYPE_F16:
+      return template_f16_to_f32(((const uint16_t*)p)[i]);
+    case ACCEL_DTYPE_BF16:
+      return template_bf16_to_f32(((const uint16_t*)p)[i]);
+    default:
+      return ((const int32_t*)p)[i];
+  }
+}
+
+// Stores `v` as element `i` of `p`, rounding to nearest even.
+static void template_store(void* p, uint32_t dtype, uint64_t i, double v) {
+  switch (dtype) {
+    case ACCEL_DTYPE_F32:
+      ((float*)p)[i] = (float)v;
+      break;
+    case ACCEL_DTYPE_F16:
+      ((uint16_t*)p)[i] = template_f32_to_f16((float)v);
+      break;
+    case ACCEL_DTYPE_BF16:
+      ((uint16_t*)p)[i] = template_f32_to_bf16((float)v);
+      break;
+    default:
+      ((int32_t*)p)[i] = template_to_i32(v);
+      break;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Tasks. Arguments: `dst` (output), `src`, `src2` (inputs), `count`,
+// `dtype` (`dtype2`: the source dtype of a cast), `value` (scalar).
+// ---------------------------------------------------------------------------
+
+static accel_status_t template_fill_op_task(template_task_t* t, char* m,
+                                            size_t n) {
+  (void)m;
+  (void)n;
+  for (uint64_t i = 0; i < t->count; i++) {
+    template_store(t->dst, t->dtype, i, t->value);
+  }
+  return ACCEL_OK;
+}
+
+static accel_status_t template_cast_task(template_task_t* t, char* m,
+                                         size_t n) {
+  (void)m;
+  (void)n;
+  // In place (same range, same element size) is allowed: read element i
+  // before writing it.
+  for (uint64_t i = 0; i < t->count; i++) {
+    template_store(t->dst, t->dtype, i, template_load(t->src, t->dtype2, i));
+  }
+  return ACCEL_OK;
+}
+
+static accel_status_t template_scale_task(template_task_t* t, char* m,
+                                          size_t n) {
+  (void)m;
+  (void)n;
+  float alpha = (float)t->value;
+  for (uint64_t i = 0; i < t->count; i++) {
+    float x = (float)template_load(t->dst, t->dtype, i);
+    template_store(t->dst, t->dtype, i, alpha * x);
+  }
+  return ACCEL_OK;
+}
+
+static accel_status_t template_axpy_task(template_task_t* t, char* m,
+                                         size_t n) {
+  (void)m;
+  (void)n;
+  float alpha = (float)t->value;
+#ifdef CONFORM_BUG_WRONG_OP
+  alpha = 1.0f;  // deliberate bug for tests/conform/fixtures: ignore alpha
+#endif
+  for (uint64_t i = 0; i < t->count; i++) {
+    float x = (float)template_load(t->src, t->dtype, i);
+    float y = (float)template_load(t->dst, t->dtype, i);
+    template_store(t->dst, t->dtype, i, alpha * x + y);
+  }
+  return ACCEL_OK;
+}
+
+// z = x + y (`value` 0) or z = x * y (`value` 1).
+static accel_status_t template_binary_task(template_task_t* t, char* m,
+                                           size_t n) {
+  (void)m;
+  (void)n;
+  bool mul = t->value != 0.0;
+  for (uint64_t i = 0; i < t->count; i++) {
+    if (t->dtype == ACCEL_DTYPE_I32) {
+      uint32_t x = (uint32_t)((const int32_t*)t->src)[i];
+      uint32_t y = (uint32_t)((const int32_t*)t->src2)[i];
+#ifdef CONFORM_BUG_WRONG_OP
+      uint32_t z = mul ? x * y : x - y;  // deliberate bug: add subtracts
+#else
+      uint32_t z = mul ? x * y : x + y;  // wraps modulo 2^32
+#endif
+      memcpy((int32_t*)t->dst + i, &z, sizeof(z));
+      continue;
+    }
+    float x = (float)template_load(t->src, t->dtype, i);
+    float y = (float)template_load(t->src2, t->dtype, i);
+#ifdef CONFORM_BUG_WRONG_OP
+    template_store(t->dst, t->dtype, i, mul ? x * y : x - y);
+#else
+    template_store(t->dst, t->dtype, i, mul ? x * y : x + y);
+#endif
+  }
+  return ACCEL_OK;
+}
+
+static accel_status_t template_sum_task(template_task_t* t, char* m, size_t n) {
+  (void)m;
+  (void)n;
+  if (t->dtype == ACCEL_DTYPE_I32) {
+    int64_t sum = 0;
+    for (uint64_t i = 0; i < t->count; i++) sum += ((const int32_t*)t->src)[i];
+    uint32_t low = (uint32_t)(uint64_t)sum;  // the low 32 bits
+    memcpy(t->dst, &low, sizeof(low));
+    return ACCEL_OK;
+  }
+  double sum = 0.0;
+  for (uint64_t i = 0; i < t->count; i++) {
+    sum += template_load(t->src, t->dtype, i);
+  }
+  template_store(t->dst, t->dtype, 0, sum);
+  return ACCEL_OK;
+}
+
+// The template's reference GEMM: C = alpha * op(A) * op(B) + beta * C with
+// a double accumulator. O(m n k) and unblocked: correct, not fast.
+static accel_status_t template_gemm_task(template_task_t* t, char* m,
+                                         size_t n) {
+  (void)m;
+  (void)n;
+  const accel_plugin_gemm_t* g = &t->gemm;
+  const char* a = (const char*)g->a + g->a_offset;
+  const char* b = (const char*)g->b + g->b_offset;
+  char* c = (char*)g->c + g->c_offset;
+  uint64_t lda = g->lda ? g->lda : (g->trans_a ? g->m : g->k);
+  uint64_t ldb = g->ldb ? g->ldb : (g->trans_b ? g->k : g->n);
+  uint64_t ldc = g->ldc ? g->ldc : g->n;
+  for (uint64_t i = 0; i < g->m; i++) {
+    for (uint64_t j = 0; j < g->n; j++) {
+      double acc = 0.0;
+      for (uint64_t p = 0; p < g->k; p++) {
+        uint64_t ia = g->trans_a ? p * lda + i : i * lda + p;
+        uint64_t ib = g->trans_b ? j * ldb + p : p * ldb + j;
+        acc +=
+            template_load(a, g->a_dtype, ia) * template_load(b, g->b_dtype, ib);
+      }
+      double out = g->alpha * acc;
+      if (g->beta != 0.0) {
+        out += g->beta * template_load(c, g->c_dtype, i * ldc + j);
+      }
+      template_store(c, g->c_dtype, i * ldc + j, out);
+    }
+  }
+  return ACCEL_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Entries
+// ---------------------------------------------------------------------------
+
+// Creates a task for `fn` or reports the host allocation failure.
+static template_task_t* template_op_task(template_device_t* device,
+                                         template_task_fn_t fn) {
+  template_task_t* task = template_task_create(fn);
+  if (task == NULL) {
+    device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                       TEMPLATE_NAME ":%u: op task", device->index);
+  }
+  return task;
+}
+
+accel_status_t template_op_fill(void* device, void* stream, void* dst,
+                                uint64_t dst_offset, uint32_t dtype,
+                                uint64_t count, double value) {
+  template_task_t* t = template_op_task(device, template_fill_op_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)dst + dst_offset;
+  t->dtype = dtype;
+  t->count = count;
+  t->value = value;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_cast(void* device, void* stream, void* dst,
+                                uint64_t dst_offset, uint32_t dst_dtype,
+                                const void* src, uint64_t src_offset,
+                                uint32_t src_dtype, uint64_t count) {
+  template_task_t* t = template_op_task(device, template_cast_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)dst + dst_offset;
+  t->src = (const char*)src + src_offset;
+  t->dtype = dst_dtype;
+  t->dtype2 = src_dtype;
+  t->count = count;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_scale(void* device, void* stream, void* x,
+                                 uint64_t x_offset, uint32_t dtype,
+                                 uint64_t count, double alpha) {
+  template_task_t* t = template_op_task(device, template_scale_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)x + x_offset;
+  t->dtype = dtype;
+  t->count = count;
+  t->value = alpha;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_axpy(void* device, void* stream, void* y,
+                                uint64_t y_offset, const void* x,
+                                uint64_t x_offset, uint32_t dtype,
+                                uint64_t count, double alpha) {
+  template_task_t* t = template_op_task(device, template_axpy_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)y + y_offset;
+  t->src = (const char*)x + x_offset;
+  t->dtype = dtype;
+  t->count = count;
+  t->value = alpha;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+static accel_status_t template_binary(void* device, void* stream, void* z,
+                                      uint64_t z_offset, const void* x,
+                                      uint64_t x_offset, const void* y,
+                                      uint64_t y_offset, uint32_t dtype,
+                                      uint64_t count, bool mul) {
+  template_task_t* t = template_op_task(device, template_binary_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)z + z_offset;
+  t->src = (const char*)x + x_offset;
+  t->src2 = (const char*)y + y_offset;
+  t->dtype = dtype;
+  t->count = count;
+  t->value = mul ? 1.0 : 0.0;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_add(void* device, void* stream, void* z,
+                               uint64_t z_offset, const void* x,
+                               uint64_t x_offset, const void* y,
+                               uint64_t y_offset, uint32_t dtype,
+                               uint64_t count) {
+  return template_binary(device, stream, z, z_offset, x, x_offset, y, y_offset,
+                         dtype, count, false);
+}
+
+accel_status_t template_op_mul(void* device, void* stream, void* z,
+                               uint64_t z_offset, const void* x,
+                               uint64_t x_offset, const void* y,
+                               uint64_t y_offset, uint32_t dtype,
+                               uint64_t count) {
+  return template_binary(device, stream, z, z_offset, x, x_offset, y, y_offset,
+                         dtype, count, true);
+}
+
+accel_status_t template_op_sum(void* device, void* stream, void* out,
+                               uint64_t out_offset, const void* x,
+                               uint64_t x_offset, uint32_t dtype,
+                               uint64_t count) {
+  template_task_t* t = template_op_task(device, template_sum_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)out + out_offset;
+  t->src = (const char*)x + x_offset;
+  t->dtype = dtype;
+  t->count = count;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_gemm(void* device, void* stream,
+                                const accel_plugin_gemm_t* gemm) {
+  template_task_t* t = template_op_task(device, template_gemm_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  // Copy only what the core's struct holds; the rest stays zero.
+  size_t n =
+      gemm->struct_size < sizeof(t->gemm) ? gemm->struct_size : sizeof(t->gemm);
+  memcpy(&t->gemm, gemm, n);
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
