@@ -1,0 +1,107 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Smoke tests for accel-bench, one case per CTest test:
+#   sh bench_test.sh CASE ACCEL_BENCH PYTHON CHECKER
+# PYTHON is a python3 interpreter (missing -> exit 77 where needed),
+# CHECKER bench_check.py. Exit status and output shape only: no timing is
+# ever asserted, since this runs on shared, noisy machines.
+set -u
+CASE=$1 BENCH=$2 PY=$3 CHECK=$4
+
+T=$(mktemp -d) || exit 1
+trap 'rm -rf "$T"' EXIT
+
+LAST="(none)"
+RC="(not run)"
+
+fail() {
+  echo "FAIL [$CASE]: $*"
+  echo "--- last command: accel-bench $LAST (exit $RC)"
+  echo "--- stdout"; cat "$T/out"
+  echo "--- stderr"; cat "$T/err"
+  exit 1
+}
+
+run() {
+  LAST="$*"
+  "$BENCH" "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+}
+
+expect_rc() { [ "$RC" = "$1" ] || fail "exit status $RC, want $1"; }
+has() { grep -E -q -- "$1" "$T/out" || fail "stdout lacks /$1/"; }
+err_has() { grep -E -q -- "$1" "$T/err" || fail "stderr lacks /$1/"; }
+
+need_python() {
+  "$PY" -c 'import json, xml.dom.minidom' 2>/dev/null ||
+      { echo "SKIP: no python3"; exit 77; }
+}
+
+# check ARGS...: bench_check.py on the JSON in stdout (see that file).
+check() {
+  "$PY" "$CHECK" "$T/out" "$@" >"$T/check" 2>&1 || fail "$(cat "$T/check")"
+}
+
+case $CASE in
+  smoke)
+    run --smoke --filter dispatch,alloc,copy
+    expect_rc 0
+    has '^accel-bench [0-9]+\.[0-9]+\.[0-9]+, smoke suite'
+    has '^dispatch: ' ; has '^alloc: ' ; has '^copy: '
+    has '^  stream_query '
+    has '^  h2d_pinned +4 KiB +GB/s '
+    need_python
+    run --smoke --filter dispatch,alloc,copy --json --plot "$T/plot.svg"
+    expect_rc 0
+    check --svg "$T/plot.svg" --suites dispatch,alloc,copy \
+        --only dispatch,alloc,copy
+    # A regex filter selects cases within a suite.
+    run --smoke --json --filter 'copy/d2d_async'
+    expect_rc 0
+    check --suites copy --cases d2d_async
+    ;;
+  startup)
+    need_python
+    run --smoke --json --filter startup
+    expect_rc 0
+    check --suites startup --only startup
+    ;;
+  usage)
+    run --help
+    expect_rc 0
+    has '^Usage: accel-bench'
+    has '--filter' ; has '--plot' ; has '--json' ; has '--full'
+    run --version
+    expect_rc 0
+    has '^accel-bench [0-9]+\.[0-9]+\.[0-9]+'
+    run --list
+    expect_rc 0
+    has '^  dispatch ' ; has '^  copy ' ; has '^  startup '
+    has 'pending issue 3'
+    run --bogus
+    expect_rc 2
+    err_has 'unknown option: --bogus'
+    run --filter
+    expect_rc 2
+    run --full --smoke
+    expect_rc 2
+    run --device 'not a uri' --smoke --filter dispatch
+    expect_rc 2
+    run --device cpu:63 --smoke --filter dispatch
+    expect_rc 1
+    err_has 'ACCEL_ERROR_NOT_FOUND'
+    run --smoke --filter 'no-such-case'
+    expect_rc 0
+    has 'No case matched --filter'
+    run --smoke --filter dispatch --plot /nonexistent-dir/p.svg
+    expect_rc 1
+    err_has 'cannot write /nonexistent-dir/p.svg'
+    ;;
+  *)
+    echo "unknown case $CASE"
+    exit 1
+    ;;
+esac
+echo "PASS [$CASE]"
+exit 0

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+//
+// Vendor baselines, one row per backend (see bench.h). A backend's row
+// says what its accel results are compared with: on the CPU a copy is
+// compared with memcpy between two ordinary allocations; on CUDA it will
+// be raw cuMemcpy*Async on memory from cuMemAlloc, which lands here with
+// the CUDA plugin (issue 6). Until then the row says so, and the results
+// show "not available" rather than a stand-in.
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+// Both ends of a CPU "device" copy: two 64-byte-aligned allocations, like
+// the CPU plugin's.
+typedef struct bench_memcpy_state {
+  unsigned char* a;
+  unsigned char* b;
+} bench_memcpy_state_t;
+
+static bool bench_memcpy_open(size_t size, void** out_state) {
+  *out_state = NULL;
+  size_t rounded = (size + 63) & ~(size_t)63;
+  bench_memcpy_state_t* s = calloc(1, sizeof(*s));
+  if (s == NULL) return bench_fail("memcpy baseline: out of memory");
+  s->a = aligned_alloc(64, rounded);
+  s->b = aligned_alloc(64, rounded);
+  if (s->a == NULL || s->b == NULL) {
+    free(s->a);
+    free(s->b);
+    free(s);
+    return bench_fail("memcpy baseline: cannot allocate 2 x %zu bytes", size);
+  }
+  // Touch every page now so that no trial pays for first-touch faults.
+  memset(s->a, 1, rounded);
+  memset(s->b, 2, rounded);
+  *out_state = s;
+  return true;
+}
+
+static bool bench_memcpy_run(void* state, bench_copy_kind_t kind, void* host,
+                             size_t size, uint64_t iters, bool async) {
+  // There is no asynchronous memcpy; the CPU plugin's stream copies are
+  // memcpy on a worker thread, so plain memcpy is their baseline too.
+  (void)async;
+  bench_memcpy_state_t* s = state;
+  for (uint64_t i = 0; i < iters; ++i) {
+    switch (kind) {
+      case BENCH_COPY_H2D:
+        memcpy(s->a, host, size);
+        break;
+      case BENCH_COPY_D2H:
+        memcpy(host, s->a, size);
+        break;
+      case BENCH_COPY_D2D:
+        memcpy(s->b, s->a, size);
+        break;
+    }
+  }
+  return true;
+}
+
+static void bench_memcpy_close(void* state) {
+  bench_memcpy_state_t* s = state;
+  if (s == NULL) return;
+  free(s->a);
+  free(s->b);
+  free(s);
+}
+
+static const bench_copy_baseline_t bench_memcpy_baseline = {
+    .name = "memcpy",
+    .open = bench_memcpy_open,
+    .run = bench_memcpy_run,
+    .close = bench_memcpy_close,
+};
+
+static const bench_baselines_t bench_baselines_table[] = {
+    {
+        .backend = "cpu",
+        .copy = &bench_memcpy_baseline,
+    },
+    {
+        // TODO(#6): raw cuMemcpyHtoDAsync/DtoHAsync/DtoDAsync on
+        // cuMemAlloc'ed memory and cuMemHostAlloc'ed pinned memory.
+        .backend = "cuda",
+        .copy_missing = "not available (no CUDA plugin yet)",
+    },
+    {
+        // TODO(#7): raw hipMemcpyAsync.
+        .backend = "rocm",
+        .copy_missing = "not available (no ROCm plugin yet)",
+    },
+};
+
+static const bench_baselines_t bench_baselines_unknown = {
+    .backend = "",
+    .copy_missing = "not available (no baseline known for this backend)",
+};
+
+const bench_baselines_t* bench_baselines_find(const char* backend) {
+  size_t n = sizeof(bench_baselines_table) / sizeof(bench_baselines_table[0]);
+  for (size_t i = 0; i < n; ++i) {
+    if (strcmp(bench_baselines_table[i].backend, backend) == 0) {
+      return &bench_baselines_table[i];
+    }
+  }
+  return &bench_baselines_unknown;
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+//
+// The timing harness (see bench.h). Medians of interleaved trials, not
+// means of one long loop: on a shared two-core machine another process
+// can take the CPU for milliseconds at a time, and a median of short
+// trials ignores such outliers while alternating A and B spreads any slow
+// drift evenly over both sides of a ratio.
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+// Maximum number of trials per variant any plan may ask for.
+#define BENCH_MAX_TRIALS 1024u
+
+// Longest a single calibration step may grow the iteration count; keeps
+// one mis-measured fast run from asking for an hour of work.
+#define BENCH_MAX_GROWTH 100.0
+
+static char bench_message[512];
+
+uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool bench_fail(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  vsnprintf(bench_message, sizeof(bench_message), format, args);
+  va_end(args);
+  return false;
+}
+
+const char* bench_failure(void) { return bench_message; }
+
+static int bench_compare_double(const void* a, const void* b) {
+  double x = *(const double*)a;
+  double y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+void bench_timing_from_samples(double* samples, uint32_t count,
+                               bench_timing_t* out) {
+  memset(out, 0, sizeof(*out));
+  if (count == 0) {
+    out->median = out->min = out->max = NAN;
+    return;
+  }
+  qsort(samples, count, sizeof(*samples), bench_compare_double);
+  out->min = samples[0];
+  out->max = samples[count - 1];
+  out->median = count % 2 == 1
+                    ? samples[count / 2]
+                    : (samples[count / 2 - 1] + samples[count / 2]) / 2.0;
+  out->trials = count;
+}
+
+// Runs `v` for `iters` operations; returns the elapsed nanoseconds or a
+// negative value on failure.
+static double bench_time(bench_variant_t v, uint64_t iters) {
+  uint64_t start = bench_now_ns();
+  if (!v.run(v.user, iters)) return -1.0;
+  uint64_t elapsed = bench_now_ns() - start;
+  return elapsed > 0 ? (double)elapsed : 1.0;
+}
+
+// Finds an iteration count for which one run of `v` lasts about
+// `target_ns`; `*out_ns` is the duration of one such run. The runs here
+// double as warm-up (first touch of memory, caches, lazy binding).
+static bool bench_calibrate(bench_variant_t v, double target_ns,
+                            uint64_t* out_iters, double* out_ns) {
+  uint64_t iters = 1;
+  double ns = bench_time(v, iters);  // warm-up, not trusted
+  if (ns < 0) return false;
+  ns = bench_time(v, iters);
+  if (ns < 0) return false;
+  while (ns < target_ns && iters < (UINT64_C(1) << 40)) {
+    double growth = target_ns / ns * 1.1;
+    if (growth > BENCH_MAX_GROWTH) growth = BENCH_MAX_GROWTH;
+    if (growth < 2.0 && ns < target_ns * 0.5) growth = 2.0;
+    uint64_t next = (uint64_t)ceil((double)iters * growth);
+    if (next <= iters) next = iters + 1;
+    iters = next;
+    ns = bench_time(v, iters);
+    if (ns < 0) return false;
+  }
+  *out_iters = iters;
+  *out_ns = ns;
+  return true;
+}
+
+bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
+                   bench_variant_t b, bench_timing_t* out_a,
+                   bench_timing_t* out_b) {
+  memset(out_a, 0, sizeof(*out_a));
+  if (out_b != NULL) memset(out_b, 0, sizeof(*out_b));
+  bool has_b = b.run != NULL && out_b != NULL;
+  uint64_t iters_a = 1, iters_b = 1;
+  double ns_a = 0, ns_b = 0;
+  if (!bench_calibrate(a, plan->trial_ns, &iters_a, &ns_a)) return false;
+  if (has_b && !bench_calibrate(b, plan->trial_ns, &iters_b, &ns_b)) {
+    return false;
+  }
+
+  // As many trials as fit in the case's time, within [min_trials, trials].
+  double slowest = ns_a > ns_b ? ns_a : ns_b;
+  uint32_t trials = plan->trials;
+  if (slowest > 0 && plan->case_ns / slowest < (double)trials) {
+    trials = (uint32_t)(plan->case_ns / slowest);
+  }
+  if (trials < plan->min_trials) trials = plan->min_trials;
+  if (trials < 1) trials = 1;
+  if (trials > BENCH_MAX_TRIALS) trials = BENCH_MAX_TRIALS;
+
+  double* samples = malloc(2 * trials * sizeof(*samples));
+  if (samples == NULL) return bench_fail("out of memory for %u trials", trials);
+  double* sa = samples;
+  double* sb = samples + trials;
+  bool ok = true;
+  for (uint32_t t = 0; t < trials && ok; ++t) {
+    // A B, B A, A B, ...: each side runs first half of the time.
+    bool a_first = t % 2 == 0;
+    for (int side = 0; side < 2 && ok; ++side) {
+      bool run_a = (side == 0) == a_first;
+      if (!run_a && !has_b) continue;
+      bench_variant_t v = run_a ? a : b;
+      uint64_t iters = run_a ? iters_a : iters_b;
+      double ns = bench_time(v, iters);
+      if (ns < 0) {
+        ok = false;
+      } else {
+        (run_a ? sa : sb)[t] = ns / (double)iters;
+      }
+    }
+  }
+  if (ok) {
+    bench_timing_from_samples(sa, trials, out_a);
+    out_a->iters = iters_a;
+    if (has_b) {
+      bench_timing_from_samples(sb, trials, out_b);
+      out_b->iters = iters_b;
+    }
+  }
+  free(samples);
+  return ok;
+}

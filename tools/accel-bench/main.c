@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+//
+// accel-bench: measures accel against the library or call it wraps, in the
+// same process and run (see docs/performance.md). This file parses the
+// command line, opens the device, runs the wanted suites and hands the
+// results to a renderer.
+#include <accel/plugin.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+static const char bench_usage[] =
+    "Usage: accel-bench [OPTIONS]\n"
+    "\n"
+    "Measures accel against its baseline (the plugin called directly,\n"
+    "memcpy, the vendor library) in one run, as medians of interleaved\n"
+    "trials, and prints the ratio and the budget of each result.\n"
+    "\n"
+    "Options:\n"
+    "  --full             every size and more trials (copies up to 1 GiB)\n"
+    "  --smoke            a few tiny cases with short trials (for tests)\n"
+    "  --filter LIST      run only cases whose 'suite/case/size' matches one\n"
+    "                     of the comma-separated extended regexes (an\n"
+    "                     invalid regex matches as a plain substring);\n"
+    "                     may be repeated\n"
+    "  --device URI       device to measure, e.g. cpu:0 or cuda:1 (default:\n"
+    "                     the one ACCEL_BACKEND selects)\n"
+    "  --json             print one JSON document instead of the table\n"
+    "  --plot FILE.svg    also draw copy bandwidth and GEMM throughput\n"
+    "                     against size into FILE.svg\n"
+    "  --list             list the suites and cases, then exit\n"
+    "  -h, --help         show this help and exit\n"
+    "  --version          show the accel version and exit\n"
+    "\n"
+    "Without --full or --smoke the quick suite runs (under a minute on a\n"
+    "small CPU machine). Budgets are reported, never enforced.\n"
+    "\n"
+    "Exit status:\n"
+    "  0  every selected benchmark ran (whatever the numbers)\n"
+    "  1  a benchmark, the device or an output file failed\n"
+    "  2  usage error\n";
+
+typedef struct bench_args {
+  bench_mode_t mode;
+  const char* device;
+  const char* plot;
+  bool json;
+  bool list;
+  bool help;
+  bool version;
+  const char* filters[64];  // comma lists as given
+  size_t filter_lists;
+} bench_args_t;
+
+static int bench_usage_error(const char* message, const char* arg) {
+  fprintf(stderr, "accel-bench: %s%s%s\n", message, arg != NULL ? ": " : "",
+          arg != NULL ? arg : "");
+  fprintf(stderr, "Try 'accel-bench --help'.\n");
+  return BENCH_EXIT_USAGE;
+}
+
+// Matches argv[*i] against option `name` taking a value, as "--name VALUE"
+// or "--name=VALUE". Returns 0 if it is another option, 1 with `*out` set,
+// or -1 (after a usage message) when the value is missing or empty.
+static int bench_option(int argc, char** argv, int* i, const char* name,
+                        const char** out) {
+  const char* a = argv[*i];
+  size_t len = strlen(name);
+  if (strncmp(a, name, len) != 0 || (a[len] != '\0' && a[len] != '=')) {
+    return 0;
+  }
+  if (a[len] == '=') {
+    *out = a + len + 1;
+  } else if (*i + 1 < argc) {
+    *out = argv[++*i];
+  } else {
+    bench_usage_error("option needs a value", name);
+    return -1;
+  }
+  if ((*out)[0] == '\0') {
+    bench_usage_error("empty value for", name);
+    return -1;
+  }
+  return 1;
+}
+
+// Parses argv into `args`; returns -1 on success or an exit code.
+static int bench_parse(int argc, char** argv, bench_args_t* args) {
+  bool full = false, smoke = false;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    const char* filter = NULL;
+    int got = 0;
+    if (strcmp(a, "--full") == 0) {
+      full = true;
+    } else if (strcmp(a, "--smoke") == 0) {
+      smoke = true;
+    } else if (strcmp(a, "--json") == 0) {
+      args->json = true;
+    } else if (strcmp(a, "--list") == 0) {
+      args->list = true;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      args->help = true;
+    } else if (strcmp(a, "--version") == 0) {
+      args->version = true;
+    } else if ((got = bench_option(argc, argv, &i, "--device",
+                                   &args->device)) != 0 ||
+               (got = bench_option(argc, argv, &i, "--plot", &args->plot)) !=
+                   0) {
+      if (got < 0) return BENCH_EXIT_USAGE;
+    } else if ((got = bench_option(argc, argv, &i, "--filter", &filter)) != 0) {
+      if (got < 0) return BENCH_EXIT_USAGE;
+      if (args->filter_lists == sizeof(args->filters) / sizeof(char*)) {
+        return bench_usage_error("too many --filter options", NULL);
+      }
+      args->filters[args->filter_lists++] = filter;
+    } else {
+      return bench_usage_error(
+          a[0] == '-' ? "unknown option" : "unexpected argument", a);
+    }
+  }
+  if (full && smoke) {
+    return bench_usage_error("--full and --smoke exclude each other", NULL);
+  }
+  args->mode = full    ? BENCH_MODE_FULL
+               : smoke ? BENCH_MODE_SMOKE
+                       : BENCH_MODE_QUICK;
+  return -1;
+}
+
+// Compiles the --filter lists into ctx->filters; false on out of memory.
+static bool bench_compile_filters(const bench_args_t* args, bench_ctx_t* ctx) {
+  size_t count = 0;
+  for (size_t i = 0; i < args->filter_lists; ++i) {
+    count++;
+    for (const char* p = args->filters[i]; *p; ++p) count += *p == ',';
+  }
+  if (count == 0) return true;
+  ctx->filters = calloc(count, sizeof(*ctx->filters));
+  if (ctx->filters == NULL) return false;
+  for (size_t i = 0; i < args->filter_lists; ++i) {
+    const char* p = args->filters[i];
+    while (true) {
+      size_t n = strcspn(p, ",");
+      char pattern[512];
+      char quoted[1024];
+      snprintf(pattern, sizeof(pattern), "%.*s", (int)n, p);
+      regex_t* re = &ctx->filters[ctx->filter_count];
+      if (pattern[0] != '\0') {
+        if (regcomp(re, pattern, REG_EXTENDED | REG_NOSUB) != 0) {
+          // Not a valid regex: match it as text, every character quoted.
+          size_t q = 0;
+          for (const char* c = pattern; *c && q + 3 < sizeof(quoted); ++c) {
+            if (strchr(".[]{}()\\*+?|^$", *c) != NULL) quoted[q++] = '\\';
+            quoted[q++] = *c;
+          }
+          quoted[q] = '\0';
+          if (regcomp(re, quoted, REG_EXTENDED | REG_NOSUB) != 0) return false;
+        }
+        ctx->filter_count++;
+      }
+      if (p[n] == '\0') break;
+      p += n + 1;
+    }
+  }
+  return true;
+}
+
+static void bench_list(FILE* out) {
+  fputs("Suites (quick sizes; --full sizes):\n", out);
+  for (size_t i = 0; bench_suites[i] != NULL; ++i) {
+    const bench_suite_t* s = bench_suites[i];
+    fprintf(out, "  %-12s %s\n", s->name, s->summary);
+    if (s->pending != NULL) fprintf(out, "  %-12s %s\n", "", s->pending);
+    fprintf(out, "  %-12s cases:", "");
+    for (size_t c = 0; s->cases[c] != NULL; ++c) {
+      fprintf(out, " %s", s->cases[c]);
+    }
+    fprintf(out, "\n  %-12s sizes: %s; %s\n", "", s->sizes_quick,
+            s->sizes_full);
+  }
+}
+
+// The first "model name" (x86) or "Processor"/"cpu model" line of
+// /proc/cpuinfo, or "unknown".
+static void bench_cpu_model(char* buf, size_t size) {
+  snprintf(buf, size, "unknown");
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof(line), f) != NULL) {
+    if (strncmp(line, "model name", 10) != 0 &&
+        strncmp(line, "Processor", 9) != 0 &&
+        strncmp(line, "cpu model", 9) != 0) {
+      continue;
+    }
+    const char* colon = strchr(line, ':');
+    if (colon == NULL) continue;
+    colon++;
+    while (*colon == ' ' || *colon == '\t') colon++;
+    snprintf(buf, size, "%.*s", (int)strcspn(colon, "\n"), colon);
+    break;
+  }
+  fclose(f);
+}
+
+// The running executable and its directory (where accel-info is).
+static void bench_exe_path(const char* argv0, char* path, char* dir,
+                           size_t size) {
+  ssize_t n = readlink("/proc/self/exe", path, size - 1);
+  if (n > 0) {
+    path[n] = '\0';
+  } else {
+    snprintf(path, size, "%s", argv0);
+  }
+  snprintf(dir, size, "%s", path);
+  char* slash = strrchr(dir, '/');
+  if (slash != NULL) {
+    *slash = '\0';
+  } else {
+    snprintf(dir, size, ".");
+  }
+}
+
+// Opens the device; returns -1 or an exit code after printing why.
+static int bench_open_device(const bench_args_t* args, bench_ctx_t* ctx) {
+  accel_status_t s = args->device != NULL
+                         ? accel_device_open(args->device, &ctx->device)
+                         : accel_device_default(&ctx->device);
+  if (s == ACCEL_OK) {
+    memset(&ctx->info, 0, sizeof(ctx->info));
+    ctx->info.struct_size = sizeof(ctx->info);
+    s = accel_device_query_info(ctx->device, &ctx->info);
+  }
+  if (s == ACCEL_OK) return -1;
+  fprintf(stderr, "accel-bench: device %s: %s: %s\n",
+          args->device != NULL ? args->device : "(default)",
+          accel_status_string(s), accel_last_error());
+  // A malformed URI is the user's mistake; a missing device is not.
+  return args->device != NULL && s == ACCEL_ERROR_INVALID_ARGUMENT
+             ? BENCH_EXIT_USAGE
+             : BENCH_EXIT_FAILED;
+}
+
+static void bench_plan_for(bench_mode_t mode, bench_plan_t* plan) {
+  switch (mode) {
+    case BENCH_MODE_FULL:
+      *plan = (bench_plan_t){
+          .trial_ns = 5e6, .trials = 21, .min_trials = 5, .case_ns = 1e9};
+      break;
+    case BENCH_MODE_SMOKE:
+      *plan = (bench_plan_t){
+          .trial_ns = 5e4, .trials = 3, .min_trials = 3, .case_ns = 1e7};
+      break;
+    case BENCH_MODE_QUICK:
+      *plan = (bench_plan_t){
+          .trial_ns = 4e6, .trials = 15, .min_trials = 5, .case_ns = 2.5e8};
+      break;
+  }
+}
+
+// Runs every suite and renders; returns the exit code.
+static int bench_run(const bench_args_t* args, bench_ctx_t* ctx,
+                     bench_run_info_t* run) {
+  for (size_t i = 0; bench_suites[i] != NULL; ++i) {
+    if (bench_suites[i]->run != NULL) bench_suites[i]->run(ctx);
+  }
+  bench_direct_close(ctx);
+  bench_progress(ctx, NULL, NULL);
+  if (args->json) {
+    bench_render_json(ctx, run, stdout);
+  } else {
+    bench_render_text(ctx, run, stdout);
+  }
+  int code = ctx->failures > 0 ? BENCH_EXIT_FAILED : BENCH_EXIT_OK;
+  if (args->plot != NULL && !bench_render_svg(ctx, run, args->plot)) {
+    fprintf(stderr, "accel-bench: cannot write %s\n", args->plot);
+    code = BENCH_EXIT_FAILED;
+  }
+  if (fflush(stdout) != 0) code = BENCH_EXIT_FAILED;
+  return code;
+}
+
+int main(int argc, char** argv) {
+  // Before anything else, so that the helper stays small (suite_startup.c).
+  if (argc >= 2 && strcmp(argv[1], BENCH_STARTUP_HELPER_FLAG) == 0) {
+    return bench_startup_helper(argc - 2, argv + 2);
+  }
+  bench_args_t args;
+  memset(&args, 0, sizeof(args));
+  int code = bench_parse(argc, argv, &args);
+  if (code >= 0) return code;
+  if (args.help) {
+    fputs(bench_usage, stdout);
+    return BENCH_EXIT_OK;
+  }
+  if (args.version) {
+    printf("accel-bench %s (plugin ABI %u)\n", accel_version_string(),
+           (unsigned)ACCEL_PLUGIN_ABI_VERSION);
+    return BENCH_EXIT_OK;
+  }
+  if (args.list) {
+    bench_list(stdout);
+    return BENCH_EXIT_OK;
+  }
+
+  bench_ctx_t ctx;
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.mode = args.mode;
+  bench_plan_for(args.mode, &ctx.plan);
+  ctx.progress = isatty(STDERR_FILENO);
+  char exe_path[4096], exe_dir[4096];
+  bench_exe_path(argv[0], exe_path, exe_dir, sizeof(exe_path));
+  ctx.exe_path = exe_path;
+  ctx.exe_dir = exe_dir;
+
+  char cpu[256], date[32] = "unknown";
+  bench_cpu_model(cpu, sizeof(cpu));
+  struct utsname uts;
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm) != NULL) {
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  }
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  static const char* const modes[] = {"quick", "full", "smoke"};
+  bench_run_info_t run = {
+      .date = date,
+      .cpu_model = cpu,
+      .cpu_cores = cores > 0 ? (uint32_t)cores : 0,
+      .kernel = uname(&uts) == 0 ? uts.release : "unknown",
+      .mode = modes[args.mode],
+      .argc = argc,
+      .argv = argv,
+  };
+
+  if (!bench_compile_filters(&args, &ctx)) {
+    fprintf(stderr, "accel-bench: out of memory\n");
+    code = BENCH_EXIT_FAILED;
+  } else {
+    code = bench_open_device(&args, &ctx);
+    if (code < 0) code = bench_run(&args, &ctx, &run);
+  }
+  for (size_t i = 0; i < ctx.filter_count; ++i) regfree(&ctx.filters[i]);
+  free(ctx.filters);
+  free(ctx.results);
+  accel_device_release(ctx.device);
+  accel_shutdown();
+  return code;
+}
