@@ -19,26 +19,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// The ops and module API arrived in accel 0.2 (ABI 1.1). They are weak
-// references so accel-conform also runs against a libaccel that predates
-// them, reporting those checks as failures instead of failing to start.
-#pragma weak accel_op_fill
-#pragma weak accel_op_cast
-#pragma weak accel_op_scale
-#pragma weak accel_op_axpy
-#pragma weak accel_op_add
-#pragma weak accel_op_mul
-#pragma weak accel_op_sum
-#pragma weak accel_gemm_init
-#pragma weak accel_op_gemm
-#pragma weak accel_module_create
-#pragma weak accel_module_create_from_file
-#pragma weak accel_module_release
-#pragma weak accel_kernel_create
-#pragma weak accel_kernel_release
-#pragma weak accel_launch_config_init
-#pragma weak accel_kernel_launch
-
 // Outcome of one check. UNSUPPORTED counts as skipped in the summary.
 typedef enum conform_result {
   CONFORM_PASS = 0,
@@ -168,8 +148,6 @@ double conform_now(void);
 // Element types (dtype.c)
 // ---------------------------------------------------------------------------
 
-size_t conform_dtype_size(accel_dtype_t dtype);
-const char* conform_dtype_name(accel_dtype_t dtype);
 // Element `i` of `p` as a double; stores round to nearest even, I32
 // truncates toward zero and saturates (NaN gives 0).
 double conform_load(const void* p, accel_dtype_t dtype, size_t i);

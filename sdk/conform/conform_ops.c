@@ -72,27 +72,6 @@ static double conform_tolerance(accel_dtype_t dtype, conform_op_t op) {
   }
 }
 
-static bool conform_op_available(conform_op_t op) {
-  switch (op) {
-    case CONFORM_OP_FILL:
-      return accel_op_fill != NULL;
-    case CONFORM_OP_CAST:
-      return accel_op_cast != NULL;
-    case CONFORM_OP_SCALE:
-      return accel_op_scale != NULL;
-    case CONFORM_OP_AXPY:
-      return accel_op_axpy != NULL;
-    case CONFORM_OP_ADD:
-      return accel_op_add != NULL;
-    case CONFORM_OP_MUL:
-      return accel_op_mul != NULL;
-    case CONFORM_OP_SUM:
-      return accel_op_sum != NULL;
-    default:
-      return accel_op_gemm != NULL && accel_gemm_init != NULL;
-  }
-}
-
 // Random input values of `dtype`, stored in its format.
 static void conform_random_input(uint64_t* rng, accel_dtype_t dtype,
                                  conform_op_t op, unsigned char* p, size_t n) {
@@ -124,9 +103,9 @@ static void conform_cast_specials(accel_dtype_t dtype, unsigned char* p,
 static void conform_expect(conform_case_t* c) {
   const conform_op_spec_t* s = c->spec;
   accel_dtype_t dt = s->dtype;
-  unsigned char* out = c->want + c->off * conform_dtype_size(dt);
-  const unsigned char* x = c->x + c->off * conform_dtype_size(s->in_dtype);
-  const unsigned char* y = c->y + c->off * conform_dtype_size(dt);
+  unsigned char* out = c->want + c->off * accel_dtype_size(dt);
+  const unsigned char* x = c->x + c->off * accel_dtype_size(s->in_dtype);
+  const unsigned char* y = c->y + c->off * accel_dtype_size(dt);
   if (s->op == CONFORM_OP_SUM) {
     double sum = 0, abs_sum = 0;
     int64_t isum = 0;
@@ -202,8 +181,8 @@ static accel_status_t conform_op_run(conform_ctx_t* ctx, accel_device_t* device,
                                      const conform_case_t* c,
                                      unsigned char* got) {
   const conform_op_spec_t* s = c->spec;
-  size_t es = conform_dtype_size(s->dtype);
-  size_t in_es = conform_dtype_size(s->in_dtype);
+  size_t es = accel_dtype_size(s->dtype);
+  size_t in_es = accel_dtype_size(s->in_dtype);
   size_t n = c->off + c->count;
   size_t out_n = s->op == CONFORM_OP_SUM ? c->off + 1 : n;
   accel_stream_t* stream = NULL;
@@ -263,7 +242,7 @@ static double conform_compare(const unsigned char* got,
                               const unsigned char* want, accel_dtype_t dtype,
                               size_t first, size_t n, double norm,
                               size_t* out_index) {
-  size_t es = conform_dtype_size(dtype);
+  size_t es = accel_dtype_size(dtype);
   *out_index = 0;
   if (memcmp(got, want, first * es) != 0) {
     for (size_t i = 0; i < first; i++) {
@@ -299,7 +278,7 @@ static conform_result_t conform_case_on(conform_ctx_t* ctx,
                                         accel_device_t* device,
                                         conform_case_t* c, double* worst) {
   const conform_op_spec_t* s = c->spec;
-  size_t es = conform_dtype_size(s->dtype);
+  size_t es = accel_dtype_size(s->dtype);
   size_t out_n = s->op == CONFORM_OP_SUM ? c->off + 1 : c->off + c->count;
   unsigned char* got = conform_alloc(ctx, out_n * es);
   if (got == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
@@ -339,16 +318,9 @@ static const double conform_fill_values[] = {0.1,   -2.75,   3e9,
 static conform_result_t conform_ops_elementwise(conform_ctx_t* ctx,
                                                 const void* arg) {
   const conform_op_spec_t* s = arg;
-  if (!conform_op_available(s->op)) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "libaccel has no accel_op_%s (built-in ops not in "
-                          "this core)",
-                          conform_op_names[s->op]);
-  }
   uint64_t rng =
       ctx->seed * 1000 + (uint64_t)s->op * 16 + s->dtype * 4 + s->in_dtype;
-  size_t es = conform_dtype_size(s->dtype),
-         in_es = conform_dtype_size(s->in_dtype);
+  size_t es = accel_dtype_size(s->dtype), in_es = accel_dtype_size(s->in_dtype);
   double worst = 0, worst_ref = 0;
   for (size_t k = 0; k < CONFORM_NSHAPES; k++) {
     conform_case_t c = {.spec = s,
@@ -423,8 +395,7 @@ static conform_result_t conform_gemm_on(
     const conform_gemm_shape_t* g, const unsigned char* a, size_t a_n,
     const unsigned char* b, size_t b_n, const unsigned char* c0,
     const unsigned char* want, size_t c_n, double* worst) {
-  size_t ies = conform_dtype_size(s->in_dtype),
-         oes = conform_dtype_size(s->dtype);
+  size_t ies = accel_dtype_size(s->in_dtype), oes = accel_dtype_size(s->dtype);
   accel_stream_t* stream = NULL;
   accel_buffer_t *ba = NULL, *bb = NULL, *bc = NULL;
   accel_status_t status = conform_stream(ctx, device, &stream);
@@ -501,11 +472,6 @@ static conform_result_t conform_gemm_on(
 
 static conform_result_t conform_ops_gemm(conform_ctx_t* ctx, const void* arg) {
   const conform_op_spec_t* s = arg;
-  if (!conform_op_available(CONFORM_OP_GEMM)) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "libaccel has no accel_op_gemm (built-in ops not in "
-                          "this core)");
-  }
   uint64_t rng = ctx->seed * 1000 + 700 + s->dtype * 4 + s->in_dtype;
   double worst = 0, worst_ref = 0;
   for (size_t t = 0; t < CONFORM_NGEMM; t++) {
@@ -532,7 +498,7 @@ static conform_result_t conform_ops_gemm(conform_ctx_t* ctx, const void* arg) {
         }
       }
     }
-    memcpy(want, c0, c_n * conform_dtype_size(s->dtype));
+    memcpy(want, c0, c_n * accel_dtype_size(s->dtype));
     for (size_t i = 0; i < g->m; i++) {
       for (size_t j = 0; j < g->n; j++) {
         double acc = 0;
@@ -609,10 +575,10 @@ const conform_check_t* conform_ops_checks(size_t* out_count) {
       if (s->op == CONFORM_OP_CAST ||
           (s->op == CONFORM_OP_GEMM && s->in_dtype != s->dtype)) {
         snprintf(name, 32, "ops.%s.%s_%s", conform_op_names[s->op],
-                 conform_dtype_name(s->in_dtype), conform_dtype_name(s->dtype));
+                 accel_dtype_name(s->in_dtype), accel_dtype_name(s->dtype));
       } else {
         snprintf(name, 32, "ops.%s.%s", conform_op_names[s->op],
-                 conform_dtype_name(s->dtype));
+                 accel_dtype_name(s->dtype));
       }
       conform_ops[i].name = name;
       conform_ops[i].fn =

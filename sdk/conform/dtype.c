@@ -75,34 +75,6 @@ static int32_t conform_to_i32(double v) {
   return (int32_t)v;  // truncates toward zero
 }
 
-size_t conform_dtype_size(accel_dtype_t dtype) {
-  switch (dtype) {
-    case ACCEL_DTYPE_F32:
-    case ACCEL_DTYPE_I32:
-      return 4;
-    case ACCEL_DTYPE_F16:
-    case ACCEL_DTYPE_BF16:
-      return 2;
-    default:
-      return 0;
-  }
-}
-
-const char* conform_dtype_name(accel_dtype_t dtype) {
-  switch (dtype) {
-    case ACCEL_DTYPE_F32:
-      return "f32";
-    case ACCEL_DTYPE_F16:
-      return "f16";
-    case ACCEL_DTYPE_BF16:
-      return "bf16";
-    case ACCEL_DTYPE_I32:
-      return "i32";
-    default:
-      return "?";
-  }
-}
-
 double conform_load(const void* p, accel_dtype_t dtype, size_t i) {
   switch (dtype) {
     case ACCEL_DTYPE_F32:

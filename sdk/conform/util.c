@@ -102,10 +102,10 @@ void conform_release_tracked(conform_ctx_t* ctx) {
           accel_event_release(h);
           break;
         case CONFORM_TRACK_KERNEL:
-          if (accel_kernel_release) accel_kernel_release(h);
+          accel_kernel_release(h);
           break;
         case CONFORM_TRACK_MODULE:
-          if (accel_module_release) accel_module_release(h);
+          accel_module_release(h);
           break;
         case CONFORM_TRACK_BUFFER:
           accel_buffer_release(h);
