@@ -3,11 +3,12 @@
 """Checks an accel-bench --json document (and optionally its --plot SVG).
 
 Usage: bench_check.py JSON [--svg FILE] [--suites a,b] [--only a,b]
-                           [--cases a,b]
+                           [--cases a,b] [--ok s/c,s/c]
   --svg FILE   FILE must be well-formed XML whose root is <svg>
   --suites     each of these suites has at least one result
   --only       no result comes from any other suite
   --cases      each of these case names has at least one result
+  --ok         each of these suite/case pairs has a result that ran (ok)
 Structure only: no timing is judged. Exits 1 with a message on failure.
 """
 import json
@@ -67,7 +68,8 @@ def check_result(i, r):
 def main(argv):
     if len(argv) < 2:
         fail(__doc__)
-    opts = {"--svg": None, "--suites": "", "--only": "", "--cases": ""}
+    opts = {"--svg": None, "--suites": "", "--only": "", "--cases": "",
+            "--ok": ""}
     args = argv[2:]
     while args:
         if args[0] not in opts or len(args) < 2:
@@ -108,6 +110,11 @@ def main(argv):
     for c in filter(None, opts["--cases"].split(",")):
         if c not in cases:
             fail("no result for case %s (have %s)" % (c, sorted(cases)))
+    ran = {"%s/%s" % (r["suite"], r["case"]) for r in doc["results"]
+           if r["outcome"] == "ok"}
+    for c in filter(None, opts["--ok"].split(",")):
+        if c not in ran:
+            fail("no result for %s ran (ok: %s)" % (c, sorted(ran)))
     if opts["--svg"]:
         try:
             svg = xml.dom.minidom.parse(opts["--svg"])

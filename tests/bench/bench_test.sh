@@ -56,6 +56,20 @@ case $CASE in
     expect_rc 0
     check --svg "$T/plot.svg" --suites dispatch,alloc,copy \
         --only dispatch,alloc,copy
+    # The suites of the ops and kernels, in their tiny configuration.
+    run --smoke --filter gemm,elementwise,launch
+    expect_rc 0
+    has '^gemm: ' ; has '^elementwise: ' ; has '^launch: '
+    has '^  f32 +128 +GFLOP/s ' ; has '^  f32_tf32 '
+    has '^  add +1 MiB +GB/s ' ; has '^  add_1thread +1 MiB +GB/s '
+    has '^  latency +- +us '
+    run --smoke --filter gemm,elementwise,launch --json --plot "$T/ops.svg"
+    expect_rc 0
+    # GEMM may be skipped (no BLAS installed); the others always run.
+    check --svg "$T/ops.svg" --suites gemm,elementwise,launch \
+        --only gemm,elementwise,launch \
+        --ok elementwise/add,elementwise/cast_f32_f16_1thread,launch/latency
+    grep -q 'GEMM (GFLOP/s)' "$T/ops.svg" || fail "SVG lacks the GEMM panel"
     # A regex filter selects cases within a suite.
     run --smoke --json --filter 'copy/d2d_async'
     expect_rc 0
@@ -78,7 +92,7 @@ case $CASE in
     run --list
     expect_rc 0
     has '^  dispatch ' ; has '^  copy ' ; has '^  startup '
-    has 'pending issue 3'
+    has '^  gemm ' ; has '^  elementwise ' ; has '^  launch '
     run --bogus
     expect_rc 2
     err_has 'unknown option: --bogus'

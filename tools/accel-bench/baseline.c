@@ -2,10 +2,13 @@
 //
 // Vendor baselines, one row per backend (see bench.h). A backend's row
 // says what its accel results are compared with: on the CPU a copy is
-// compared with memcpy between two ordinary allocations; on CUDA it will
-// be raw cuMemcpy*Async on memory from cuMemAlloc, which lands here with
-// the CUDA plugin (issue 6). Until then the row says so, and the results
-// show "not available" rather than a stand-in.
+// compared with memcpy between two ordinary allocations, a GEMM with
+// cblas_sgemm of the plugin's BLAS (suite_gemm.c), an elementwise op with
+// a plain C loop (loops.c) and a launch with a direct call of the kernel
+// (suite_launch.c); on CUDA they will be raw cuMemcpy*Async, cuBLAS and
+// cuLaunchKernel, written against the CUDA plugin (issue 6) once it has
+// landed. Until then the row says so, and the results show "not
+// available" rather than a stand-in.
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,27 +78,45 @@ static const bench_copy_baseline_t bench_memcpy_baseline = {
     .close = bench_memcpy_close,
 };
 
+#define BENCH_NO_CUDA "not available (raw CUDA baseline not written yet)"
+#define BENCH_NO_HIP "not available (raw HIP baseline not written yet)"
+#define BENCH_NO_BASELINE "not available (no baseline known for this backend)"
+
 static const bench_baselines_t bench_baselines_table[] = {
     {
         .backend = "cpu",
         .copy = &bench_memcpy_baseline,
+        .gemm = "cblas_sgemm",
+        .elementwise = "C loop",
+        .launch = "direct call",
     },
     {
         // TODO(#6): raw cuMemcpyHtoDAsync/DtoHAsync/DtoDAsync on
-        // cuMemAlloc'ed memory and cuMemHostAlloc'ed pinned memory.
+        // cuMemAlloc'ed memory and cuMemHostAlloc'ed pinned memory,
+        // cublasGemmEx with the same math mode, raw cuLaunchKernel of the
+        // same empty kernel.
         .backend = "cuda",
-        .copy_missing = "not available (no CUDA plugin yet)",
+        .copy_missing = BENCH_NO_CUDA,
+        .gemm_missing = BENCH_NO_CUDA,
+        .elementwise_missing = BENCH_NO_CUDA,
+        .launch_missing = BENCH_NO_CUDA,
     },
     {
-        // TODO(#7): raw hipMemcpyAsync.
+        // TODO(#7): raw hipMemcpyAsync, hipBLAS, hipModuleLaunchKernel.
         .backend = "rocm",
-        .copy_missing = "not available (no ROCm plugin yet)",
+        .copy_missing = BENCH_NO_HIP,
+        .gemm_missing = BENCH_NO_HIP,
+        .elementwise_missing = BENCH_NO_HIP,
+        .launch_missing = BENCH_NO_HIP,
     },
 };
 
 static const bench_baselines_t bench_baselines_unknown = {
     .backend = "",
-    .copy_missing = "not available (no baseline known for this backend)",
+    .copy_missing = BENCH_NO_BASELINE,
+    .gemm_missing = BENCH_NO_BASELINE,
+    .elementwise_missing = BENCH_NO_BASELINE,
+    .launch_missing = BENCH_NO_BASELINE,
 };
 
 const bench_baselines_t* bench_baselines_find(const char* backend) {

@@ -88,6 +88,14 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
                    bench_variant_t b, bench_timing_t* out_a,
                    bench_timing_t* out_b);
 
+// Like bench_measure() for `count` (1..BENCH_MAX_VARIANTS) variants: each
+// trial runs all of them, the order rotating from trial to trial (A B C,
+// B C A, C A B, ...). A variant whose `run` is NULL is left out (its
+// timing stays zeroed); `variants[0].run` must be set.
+#define BENCH_MAX_VARIANTS 4
+bool bench_measure_n(const bench_plan_t* plan, size_t count,
+                     const bench_variant_t* variants, bench_timing_t* out);
+
 // Fills `out` (median, min, max) from `count` samples, which it sorts.
 void bench_timing_from_samples(double* samples, uint32_t count,
                                bench_timing_t* out);
@@ -170,7 +178,9 @@ typedef struct bench_ctx {
 bool bench_wanted(const bench_ctx_t* ctx, const char* suite, const char* name);
 
 // Appends a zeroed result for `suite` (static storage) named by `format`;
-// returns NULL (after printing why) when out of memory.
+// returns NULL (after printing why) when out of memory. The pointer is
+// valid until the next bench_add(), which may move the results: keep an
+// index (ctx->result_count - 1) to come back to one.
 bench_result_t* bench_add(bench_ctx_t* ctx, const char* suite,
                           const char* format, ...) BENCH_PRINTF(3, 4);
 
@@ -205,6 +215,45 @@ const char* bench_direct_path(const bench_direct_t* direct);
 const char* bench_direct_error(void);
 
 // ---------------------------------------------------------------------------
+// Baseline thread pool (pool.c) and loops (loops.c)
+// ---------------------------------------------------------------------------
+
+typedef struct bench_pool bench_pool_t;
+
+// Work for one thread of a pool run: part `index` of `count`.
+typedef void (*bench_pool_fn_t)(void* arg, uint32_t index, uint32_t count);
+
+// Starts `width` - 1 threads (the caller is the last one); NULL with
+// bench_fail() on failure. Width 1 starts none.
+bench_pool_t* bench_pool_create(uint32_t width);
+
+// Runs fn(arg, i, width) for every i < width, i = 0 on the calling thread,
+// and returns when all have returned.
+void bench_pool_run(bench_pool_t* pool, bench_pool_fn_t fn, void* arg);
+
+uint32_t bench_pool_width(const bench_pool_t* pool);
+
+// Stops the threads and frees `pool`; NULL is ignored.
+void bench_pool_destroy(bench_pool_t* pool);
+
+// The elementwise baselines: plain loops the compiler vectorises (-O3,
+// default target), one call per contiguous range of distinct arrays.
+void bench_loop_add(float* restrict z, const float* restrict x,
+                    const float* restrict y, size_t n);
+void bench_loop_mul(float* restrict z, const float* restrict x,
+                    const float* restrict y, size_t n);
+void bench_loop_axpy(float* restrict y, const float* restrict x, float alpha,
+                     size_t n);
+void bench_loop_scale(float* x, float alpha, size_t n);
+void bench_loop_fill(float* x, float value, size_t n);
+// f32 to IEEE binary16 with round to nearest even, in integer operations.
+void bench_loop_cast_f16(uint16_t* restrict dst, const float* restrict src,
+                         size_t n);
+// Sum in f32 with 16 independent lanes (so it vectorises), lanes added in
+// f64 at the end.
+double bench_loop_sum(const float* x, size_t n);
+
+// ---------------------------------------------------------------------------
 // Vendor baselines per backend (baseline.c)
 // ---------------------------------------------------------------------------
 
@@ -236,9 +285,17 @@ typedef struct bench_baselines {
   const char* backend;
   const bench_copy_baseline_t* copy;
   const char* copy_missing;
-  // TODO(#3): GEMM (cblas_sgemm on the CPU, cublasGemmEx on CUDA) and
-  // TODO(#6): launch (cuLaunchKernel) baselines go here, with their
-  // suites.
+  // GEMM: on the CPU cblas_sgemm of the BLAS the plugin loaded (found and
+  // called in suite_gemm.c, since it depends on the plugin's choice).
+  const char* gemm;
+  const char* gemm_missing;
+  // Elementwise ops: plain C loops (loops.c), host memory only.
+  const char* elementwise;
+  const char* elementwise_missing;
+  // Launch: the kernel function called directly through dlsym on the CPU
+  // (suite_launch.c); raw cuLaunchKernel on CUDA once it exists.
+  const char* launch;
+  const char* launch_missing;
 } bench_baselines_t;
 
 // The baselines for `backend` ("cpu"); never NULL: an unknown backend gets

@@ -94,21 +94,22 @@ static bool bench_calibrate(bench_variant_t v, double target_ns,
   return true;
 }
 
-bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
-                   bench_variant_t b, bench_timing_t* out_a,
-                   bench_timing_t* out_b) {
-  memset(out_a, 0, sizeof(*out_a));
-  if (out_b != NULL) memset(out_b, 0, sizeof(*out_b));
-  bool has_b = b.run != NULL && out_b != NULL;
-  uint64_t iters_a = 1, iters_b = 1;
-  double ns_a = 0, ns_b = 0;
-  if (!bench_calibrate(a, plan->trial_ns, &iters_a, &ns_a)) return false;
-  if (has_b && !bench_calibrate(b, plan->trial_ns, &iters_b, &ns_b)) {
-    return false;
+bool bench_measure_n(const bench_plan_t* plan, size_t count,
+                     const bench_variant_t* variants, bench_timing_t* out) {
+  if (count > BENCH_MAX_VARIANTS) count = BENCH_MAX_VARIANTS;
+  memset(out, 0, count * sizeof(*out));
+  uint64_t iters[BENCH_MAX_VARIANTS] = {0};
+  double slowest = 0;
+  for (size_t v = 0; v < count; ++v) {
+    if (variants[v].run == NULL) continue;
+    double ns = 0;
+    if (!bench_calibrate(variants[v], plan->trial_ns, &iters[v], &ns)) {
+      return false;
+    }
+    if (ns > slowest) slowest = ns;
   }
 
   // As many trials as fit in the case's time, within [min_trials, trials].
-  double slowest = ns_a > ns_b ? ns_a : ns_b;
   uint32_t trials = plan->trials;
   if (slowest > 0 && plan->case_ns / slowest < (double)trials) {
     trials = (uint32_t)(plan->case_ns / slowest);
@@ -117,35 +118,40 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
   if (trials < 1) trials = 1;
   if (trials > BENCH_MAX_TRIALS) trials = BENCH_MAX_TRIALS;
 
-  double* samples = malloc(2 * trials * sizeof(*samples));
+  double* samples = malloc(count * trials * sizeof(*samples));
   if (samples == NULL) return bench_fail("out of memory for %u trials", trials);
-  double* sa = samples;
-  double* sb = samples + trials;
   bool ok = true;
   for (uint32_t t = 0; t < trials && ok; ++t) {
-    // A B, B A, A B, ...: each side runs first half of the time.
-    bool a_first = t % 2 == 0;
-    for (int side = 0; side < 2 && ok; ++side) {
-      bool run_a = (side == 0) == a_first;
-      if (!run_a && !has_b) continue;
-      bench_variant_t v = run_a ? a : b;
-      uint64_t iters = run_a ? iters_a : iters_b;
-      double ns = bench_time(v, iters);
+    // A B, B A, A B, ... for two; A B C, B C A, C A B, ... for three: each
+    // side runs first equally often.
+    for (size_t step = 0; step < count && ok; ++step) {
+      size_t v = (t + step) % count;
+      if (variants[v].run == NULL) continue;
+      double ns = bench_time(variants[v], iters[v]);
       if (ns < 0) {
         ok = false;
       } else {
-        (run_a ? sa : sb)[t] = ns / (double)iters;
+        samples[v * trials + t] = ns / (double)iters[v];
       }
     }
   }
-  if (ok) {
-    bench_timing_from_samples(sa, trials, out_a);
-    out_a->iters = iters_a;
-    if (has_b) {
-      bench_timing_from_samples(sb, trials, out_b);
-      out_b->iters = iters_b;
-    }
+  for (size_t v = 0; ok && v < count; ++v) {
+    if (variants[v].run == NULL) continue;
+    bench_timing_from_samples(samples + v * trials, trials, &out[v]);
+    out[v].iters = iters[v];
   }
   free(samples);
+  return ok;
+}
+
+bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
+                   bench_variant_t b, bench_timing_t* out_a,
+                   bench_timing_t* out_b) {
+  bench_variant_t variants[2] = {a, b};
+  bench_timing_t out[2];
+  if (out_b == NULL) variants[1].run = NULL;
+  bool ok = bench_measure_n(plan, 2, variants, out);
+  *out_a = out[0];
+  if (out_b != NULL) *out_b = out[1];
   return ok;
 }

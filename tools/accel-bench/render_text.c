@@ -18,6 +18,8 @@ static const char* bench_text_num(double v, char* buf, size_t size) {
     snprintf(buf, size, "%.0f", v);
   } else if (a >= 10.0) {
     snprintf(buf, size, "%.1f", v);
+  } else if (a < 0.1 && a > 0) {
+    snprintf(buf, size, "%.3f", v);  // a few ns, in us
   } else {
     snprintf(buf, size, "%.2f", v);
   }
@@ -101,7 +103,11 @@ static void bench_text_suite(const bench_ctx_t* ctx, const char* suite,
     const bench_result_t* r = &ctx->results[i];
     if (r->suite != suite) continue;
     char size[32] = "-", a[64], b[64], cmp[32], budget[32];
-    if (r->size != 0) bench_format_size(r->size, size, sizeof(size));
+    if (r->size != 0 && strcmp(r->suite, "gemm") == 0) {
+      snprintf(size, sizeof(size), "%llu", (unsigned long long)r->size);
+    } else if (r->size != 0) {
+      bench_format_size(r->size, size, sizeof(size));
+    }
     fprintf(
         out, "  %-20s %8s %6s  %-24s %-24s %-12s %-12s %s\n", r->name, size,
         r->unit, bench_text_timing(&r->accel, a, sizeof(a)),

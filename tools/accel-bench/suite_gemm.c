@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: MIT
+//
+// gemm: square row-major products C = A * B (m = n = k) through
+// accel_op_gemm + accel_stream_synchronize, per dtype, in GFLOP/s (2 n^3
+// flops per product), against the backend's vendor call with the same
+// settings (DESIGN "Budgets": >= 90% on the CPU, >= 98% on CUDA).
+//
+// On the CPU the baseline is cblas_sgemm of the very library the plugin
+// chose (plugins/cpu/blas.c): after one warm-up GEMM the device's
+// `features` string names it ("blas=openblas-0.3.21:Cooperlake:threads"),
+// and dlopen() of the same soname returns the instance the plugin already
+// holds, with the same thread settings. A threaded BLAS gets each product
+// whole, as the plugin gives it; a single-threaded one ("...:pool") gets C
+// split in one row tile per thread of a pool as wide as the plugin's, as
+// the plugin does. f16 and bf16 have no BLAS kernel: the plugin converts
+// panels of A and B to f32 and calls sgemm, so their baseline is sgemm on
+// f32 copies of the same values and the ratio is the conversion's cost.
+// dladdr() (the file the BLAS was loaded from) is a GNU/BSD extension.
+#if !defined(_GNU_SOURCE)
+#define _GNU_SOURCE 1
+#endif
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define BENCH_GEMM_BUDGET_CPU 0.90
+#define BENCH_GEMM_BUDGET_GPU 0.98
+
+// cblas enum values (cblas.h), spelled out so the build needs no BLAS.
+enum { BENCH_CBLAS_ROW_MAJOR = 101, BENCH_CBLAS_NO_TRANS = 111 };
+
+typedef void (*bench_sgemm_fn_t)(int order, int trans_a, int trans_b, int m,
+                                 int n, int k, float alpha, const float* a,
+                                 int lda, const float* b, int ldb, float beta,
+                                 float* c, int ldc);
+
+typedef struct bench_gemm_case {
+  const char* name;
+  accel_dtype_t dtype;
+  bool tf32;
+} bench_gemm_case_t;
+
+static const bench_gemm_case_t bench_gemm_cases[] = {
+    {"f32", ACCEL_DTYPE_F32, false},
+    {"f16", ACCEL_DTYPE_F16, false},
+    {"bf16", ACCEL_DTYPE_BF16, false},
+    {"f32_tf32", ACCEL_DTYPE_F32, true},
+};
+#define BENCH_GEMM_CASE_COUNT \
+  (sizeof(bench_gemm_cases) / sizeof(bench_gemm_cases[0]))
+
+static const char* const bench_gemm_case_names[] = {"f32", "f16", "bf16",
+                                                    "f32_tf32", NULL};
+
+// The CPU baseline: the plugin's BLAS, opened a second time.
+typedef struct bench_blas {
+  void* handle;
+  bench_sgemm_fn_t sgemm;
+  bool threaded;         // the library runs each call on its own threads
+  bench_pool_t* pool;    // otherwise: row tiles on this pool
+  char description[96];  // as the plugin reports it
+  char path[160];        // the file dlopen() resolved
+} bench_blas_t;
+
+// One product of one size, accel and baseline sides.
+typedef struct bench_gemm {
+  size_t n;
+  accel_stream_t* stream;
+  accel_gemm_t gemm;
+  bench_blas_t* blas;
+  accel_status_t status;  // of the last accel call
+  float* a;               // the baseline's f32 copies
+  float* b;
+  float* c;
+} bench_gemm_t;
+
+static bool bench_accel_gemm(void* user, uint64_t iters) {
+  bench_gemm_t* g = user;
+  for (uint64_t i = 0; i < iters; ++i) {
+    g->status = accel_op_gemm(g->stream, &g->gemm);
+    if (g->status == ACCEL_OK) g->status = accel_stream_synchronize(g->stream);
+    if (g->status != ACCEL_OK) {
+      return bench_fail("gemm %zu: %s", g->n, accel_last_error());
+    }
+  }
+  return true;
+}
+
+static void bench_sgemm_tile(void* arg, uint32_t index, uint32_t count) {
+  const bench_gemm_t* g = arg;
+  size_t lo = g->n * index / count, hi = g->n * (index + 1) / count;
+  if (hi == lo) return;
+  int n = (int)g->n;
+  g->blas->sgemm(BENCH_CBLAS_ROW_MAJOR, BENCH_CBLAS_NO_TRANS,
+                 BENCH_CBLAS_NO_TRANS, (int)(hi - lo), n, n, 1.0f,
+                 g->a + lo * g->n, n, g->b, n, 0.0f, g->c + lo * g->n, n);
+}
+
+static bool bench_baseline_gemm(void* user, uint64_t iters) {
+  bench_gemm_t* g = user;
+  for (uint64_t i = 0; i < iters; ++i) {
+    if (g->blas->threaded) {
+      bench_sgemm_tile(g, 0, 1);
+    } else {
+      bench_pool_run(g->blas->pool, bench_sgemm_tile, g);
+    }
+  }
+  return true;
+}
+
+static void bench_blas_close(bench_blas_t* blas) {
+  if (blas == NULL) return;
+  bench_pool_destroy(blas->pool);
+  if (blas->handle != NULL) dlclose(blas->handle);
+  free(blas);
+}
+
+// Runs one small GEMM so that the CPU plugin loads its BLAS and names it.
+static bool bench_gemm_warm_up(bench_ctx_t* ctx) {
+  enum { N = 64 };
+  accel_buffer_t* buf = NULL;
+  accel_stream_t* stream = NULL;
+  size_t bytes = N * N * sizeof(float);
+  accel_status_t s = accel_buffer_create(ctx->device, 3 * bytes, &buf);
+  if (s == ACCEL_OK) s = accel_stream_create(ctx->device, 0, &stream);
+  if (s == ACCEL_OK)
+    s = accel_op_fill(stream, buf, 0, ACCEL_DTYPE_F32, 3 * N * N, 1.0);
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.m = g.n = g.k = N;
+  g.a = g.b = g.c = buf;
+  g.b_offset = bytes;
+  g.c_offset = 2 * bytes;
+  if (s == ACCEL_OK) s = accel_op_gemm(stream, &g);
+  if (s == ACCEL_OK) s = accel_stream_synchronize(stream);
+  if (s != ACCEL_OK) bench_fail("warm-up gemm: %s", accel_last_error());
+  accel_stream_release(stream);
+  accel_buffer_release(buf);
+  return s == ACCEL_OK;
+}
+
+// Finds the plugin's BLAS from the device's features ("blas=..."), after a
+// warm-up GEMM; NULL with bench_fail() when it cannot be opened.
+static bench_blas_t* bench_blas_open(bench_ctx_t* ctx) {
+  if (!bench_gemm_warm_up(ctx)) return NULL;
+  accel_device_info_t info;
+  memset(&info, 0, sizeof(info));
+  info.struct_size = sizeof(info);
+  if (accel_device_query_info(ctx->device, &info) != ACCEL_OK) {
+    bench_fail("accel_device_query_info: %s", accel_last_error());
+    return NULL;
+  }
+  const char* tag = strstr(info.features, "blas=");
+  if (tag == NULL || strncmp(tag + 5, "unloaded", 8) == 0) {
+    bench_fail("the device does not name its BLAS (features \"%s\")",
+               info.features);
+    return NULL;
+  }
+  bench_blas_t* blas = calloc(1, sizeof(*blas));
+  if (blas == NULL) {
+    bench_fail("out of memory");
+    return NULL;
+  }
+  snprintf(blas->description, sizeof(blas->description), "%.*s",
+           (int)strcspn(tag + 5, " "), tag + 5);
+  // The plugin's search order (blas.c): ACCEL_CPU_BLAS exactly, else the
+  // library its description names.
+  const char* forced = getenv("ACCEL_CPU_BLAS");
+  const char* lib =
+      forced != NULL && forced[0] != '\0'               ? forced
+      : strncmp(blas->description, "openblas-", 9) == 0 ? "libopenblas.so.0"
+      : strncmp(blas->description, "blis-", 5) == 0     ? "libblis.so.4"
+                                                        : "libblas.so.3";
+  size_t len = strlen(blas->description);
+  blas->threaded =
+      len >= 8 && strcmp(blas->description + len - 8, ":threads") == 0;
+  blas->handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  void* sym = blas->handle != NULL ? dlsym(blas->handle, "cblas_sgemm") : NULL;
+  if (sym == NULL) {
+    bench_fail("%s: %s", lib,
+               blas->handle == NULL ? dlerror() : "no cblas_sgemm");
+    bench_blas_close(blas);
+    return NULL;
+  }
+  memcpy(&blas->sgemm, &sym, sizeof(blas->sgemm));
+  Dl_info where;
+  snprintf(blas->path, sizeof(blas->path), "%s",
+           dladdr(sym, &where) != 0 && where.dli_fname != NULL ? where.dli_fname
+                                                               : lib);
+  if (!blas->threaded) {
+    blas->pool = bench_pool_create(ctx->info.compute_units);
+    if (blas->pool == NULL) {
+      bench_blas_close(blas);
+      return NULL;
+    }
+  }
+  return blas;
+}
+
+static void bench_gemm_free(bench_gemm_t* g) {
+  accel_stream_release(g->stream);
+  accel_buffer_release(g->gemm.a);
+  accel_buffer_release(g->gemm.b);
+  accel_buffer_release(g->gemm.c);
+  free(g->a);
+  free(g->b);
+  free(g->c);
+  memset(g, 0, sizeof(*g));
+}
+
+// Creates an n x n matrix of `dtype` on the device holding `values` (f32,
+// exactly representable in every dtype), converted by accel_op_cast.
+static accel_status_t bench_gemm_matrix(bench_ctx_t* ctx, accel_stream_t* st,
+                                        accel_dtype_t dtype, size_t n,
+                                        const float* values,
+                                        accel_buffer_t** out) {
+  size_t count = n * n;
+  accel_buffer_t* f32 = NULL;
+  accel_status_t s =
+      accel_buffer_create(ctx->device, count * sizeof(float), &f32);
+  if (s == ACCEL_OK) s = accel_buffer_write(f32, 0, values, count * 4);
+  if (s == ACCEL_OK && dtype == ACCEL_DTYPE_F32) {
+    *out = f32;
+    return ACCEL_OK;
+  }
+  if (s == ACCEL_OK) {
+    s = accel_buffer_create(ctx->device, count * accel_dtype_size(dtype), out);
+  }
+  if (s == ACCEL_OK) {
+    s = accel_op_cast(st, *out, 0, dtype, f32, 0, ACCEL_DTYPE_F32, count);
+  }
+  if (s == ACCEL_OK) s = accel_stream_synchronize(st);
+  accel_buffer_release(f32);
+  return s;
+}
+
+// Allocates both sides of an n^3 product of `c`'s dtype.
+static bool bench_gemm_alloc(bench_ctx_t* ctx, bench_gemm_t* g,
+                             const bench_gemm_case_t* c, size_t n,
+                             bench_blas_t* blas) {
+  memset(g, 0, sizeof(*g));
+  g->n = n;
+  g->blas = blas;
+  size_t bytes = n * n * sizeof(float);
+  g->a = aligned_alloc(64, bytes);
+  g->b = aligned_alloc(64, bytes);
+  g->c = aligned_alloc(64, bytes);
+  if (g->a == NULL || g->b == NULL || g->c == NULL) {
+    return bench_fail("cannot allocate 3 x %zu bytes", bytes);
+  }
+  // Multiples of 1/16 in [-0.5, 0.5): exact in f16 and bf16.
+  for (size_t i = 0; i < n * n; ++i) {
+    g->a[i] = (float)(i % 17) / 16.0f - 0.5f;
+    g->b[i] = (float)(i % 13) / 16.0f - 0.375f;
+  }
+  memset(g->c, 0, bytes);
+  accel_gemm_t* m = &g->gemm;
+  accel_gemm_init(m);
+  m->a_dtype = m->b_dtype = m->c_dtype = c->dtype;
+  m->flags = c->tf32 ? ACCEL_GEMM_ALLOW_TF32 : 0;
+  m->m = m->n = m->k = n;
+  accel_status_t s = accel_stream_create(ctx->device, 0, &g->stream);
+  if (s == ACCEL_OK) {
+    s = bench_gemm_matrix(ctx, g->stream, c->dtype, n, g->a, &m->a);
+  }
+  if (s == ACCEL_OK) {
+    s = bench_gemm_matrix(ctx, g->stream, c->dtype, n, g->b, &m->b);
+  }
+  if (s == ACCEL_OK) {
+    s = bench_gemm_matrix(ctx, g->stream, c->dtype, n, g->c, &m->c);
+  }
+  if (s != ACCEL_OK) {
+    return bench_fail("gemm %zu buffers: %s", n, accel_last_error());
+  }
+  return true;
+}
+
+// ns per product to GFLOP/s; the slowest trial gives the minimum.
+static void bench_gemm_to_gflops(bench_timing_t* t, size_t n) {
+  double flops = 2.0 * (double)n * (double)n * (double)n;
+  double median = t->median, min = t->min, max = t->max;
+  t->median = flops / median;
+  t->min = flops / max;
+  t->max = flops / min;
+}
+
+typedef struct bench_gemm_suite {
+  bench_ctx_t* ctx;
+  const bench_baselines_t* baselines;
+  bench_blas_t* blas;  // CPU: opened at the first case that needs it
+  bool blas_tried;
+  char blas_error[160];
+} bench_gemm_suite_t;
+
+// Fills in the baseline side of `r` for `c`; returns whether it runs.
+static bool bench_gemm_baseline(bench_gemm_suite_t* s,
+                                const bench_gemm_case_t* c, bench_result_t* r) {
+  if (s->baselines->gemm == NULL) {
+    snprintf(r->note, sizeof(r->note), "baseline %s",
+             s->baselines->gemm_missing);
+    return false;
+  }
+  if (!s->blas_tried) {
+    s->blas_tried = true;
+    s->blas = bench_blas_open(s->ctx);
+    if (s->blas == NULL) {
+      snprintf(s->blas_error, sizeof(s->blas_error), "%s", bench_failure());
+    }
+  }
+  if (s->blas == NULL) {
+    snprintf(r->note, sizeof(r->note), "baseline not available: %s",
+             s->blas_error);
+    return false;
+  }
+  // One name for every dtype (it labels the plot); the note says which
+  // data the baseline multiplies.
+  snprintf(r->baseline_name, sizeof(r->baseline_name), "%s",
+           s->baselines->gemm);
+  snprintf(r->note, sizeof(r->note), "%.48s, %.48s%s", s->blas->description,
+           s->blas->path,
+           c->dtype == ACCEL_DTYPE_F32
+               ? ""
+               : "; baseline: sgemm on f32 data (the plugin converts to "
+                 "f32: ratio = conversion cost)");
+  return true;
+}
+
+static void bench_gemm_case(bench_gemm_suite_t* s, const bench_gemm_case_t* c,
+                            size_t n, bool skip_big) {
+  bench_ctx_t* ctx = s->ctx;
+  char name[64];
+  snprintf(name, sizeof(name), "%s/%zu", c->name, n);
+  if (!bench_wanted(ctx, "gemm", name)) return;
+  bench_result_t* r = bench_add(ctx, "gemm", "%s", c->name);
+  if (r == NULL) return;
+  r->size = n;
+  r->unit = "GFLOP/s";
+  r->higher_is_better = true;
+  r->budget = BENCH_BUDGET_MIN_RATIO;
+  bool cpu = ctx->info.type == ACCEL_DEVICE_TYPE_CPU;
+  r->budget_value = cpu ? BENCH_GEMM_BUDGET_CPU : BENCH_GEMM_BUDGET_GPU;
+  // Room for A, B, C on both sides plus the f32 staging and panels.
+  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  double need = 8.0 * (double)n * (double)n * sizeof(float);
+  if (skip_big || (pages > 0 && need > 0.75 * (double)pages * (double)page)) {
+    r->outcome = BENCH_OUTCOME_SKIPPED;
+    snprintf(r->note, sizeof(r->note), "%s",
+             skip_big ? "skipped on the CPU to keep --full short (about "
+                        "10 s a product); select it with --filter "
+                        "'gemm/f32/8192'"
+                      : "skipped: not enough free host memory");
+    return;
+  }
+  char what[64];
+  snprintf(what, sizeof(what), "%s %zu^3", c->name, n);
+  bench_progress(ctx, "gemm", what);
+  bool has_base = bench_gemm_baseline(s, c, r);
+  bench_gemm_t g;
+  if (!bench_gemm_alloc(ctx, &g, c, n, s->blas)) {
+    bench_result_fail(ctx, r, NULL);
+    bench_gemm_free(&g);
+    return;
+  }
+  bench_variant_t a = {bench_accel_gemm, &g};
+  bench_variant_t b = {has_base ? bench_baseline_gemm : NULL, &g};
+  // A product of 2048^3 and up lasts longer than a trial: a few suffice.
+  bench_plan_t plan = ctx->plan;
+  if (plan.min_trials > 3) plan.min_trials = 3;
+  if (!bench_measure(&plan, a, b, &r->accel, &r->baseline)) {
+    if (g.status == ACCEL_ERROR_UNSUPPORTED) {
+      // A valid request this device cannot run (the CPU without a BLAS).
+      r->outcome = BENCH_OUTCOME_SKIPPED;
+      snprintf(r->note, sizeof(r->note), "skipped: %s", bench_failure());
+    } else {
+      bench_result_fail(ctx, r, NULL);
+    }
+  } else {
+    bench_gemm_to_gflops(&r->accel, n);
+    if (has_base) {
+      bench_gemm_to_gflops(&r->baseline, n);
+      r->has_baseline = true;
+    }
+  }
+  bench_gemm_free(&g);
+}
+
+static void bench_gemm_run(bench_ctx_t* ctx) {
+  bench_gemm_suite_t s = {
+      .ctx = ctx,
+      .baselines = bench_baselines_find(accel_device_backend(ctx->device)),
+  };
+  bool cpu = ctx->info.type == ACCEL_DEVICE_TYPE_CPU;
+  bool tf32 = (ctx->info.caps & ACCEL_DEVICE_CAP_TF32) != 0;
+  for (size_t i = 0; i < BENCH_GEMM_CASE_COUNT; ++i) {
+    const bench_gemm_case_t* c = &bench_gemm_cases[i];
+    if (c->tf32 && !tf32) {
+      if (!bench_wanted(ctx, "gemm", c->name)) continue;
+      bench_result_t* r = bench_add(ctx, "gemm", "%s", c->name);
+      if (r == NULL) return;
+      r->unit = "GFLOP/s";
+      r->higher_is_better = true;
+      r->outcome = BENCH_OUTCOME_SKIPPED;
+      snprintf(r->note, sizeof(r->note), "skipped: %s has no TF32 capability",
+               ctx->info.uri);
+      continue;
+    }
+    size_t lo = 512, hi = 2048;
+    if (ctx->mode == BENCH_MODE_SMOKE) {
+      lo = hi = 128;
+    } else if (ctx->mode == BENCH_MODE_FULL) {
+      hi = 8192;
+    } else if (c->dtype != ACCEL_DTYPE_F32) {
+      lo = hi = 1024;  // quick: one size per half dtype
+    }
+    for (size_t n = lo; n <= hi; n *= 2) {
+      // 8192^3 takes ~10 s per product on a small CPU: only when asked.
+      bool skip_big = cpu && n > 4096 && ctx->filter_count == 0;
+      bench_gemm_case(&s, c, n, skip_big);
+    }
+  }
+  bench_blas_close(s.blas);
+}
+
+const bench_suite_t bench_suite_gemm = {
+    .name = "gemm",
+    .summary =
+        "accel_op_gemm + sync vs the direct BLAS call (GFLOP/s; budget >= "
+        "90% CPU, >= 98% CUDA)",
+    .cases = bench_gemm_case_names,
+    .sizes_quick = "f32 512, 1024, 2048; f16, bf16 1024",
+    .sizes_full = "512 .. 8192 (8192 on CPUs only with --filter)",
+    .run = bench_gemm_run,
+};
