@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+//
+// Internal interface of the CUDA plugin. Nothing here is exported: the only
+// public symbol of libaccel-cuda.so is accel_plugin_entry (plugin.c).
+//
+// Objects and the files that own them:
+//   accel_cuda_driver_t  driver.c  libcuda, resolved at the first
+//                                  device_count (never at dlopen time)
+//   accel_cuda_plugin_t  plugin.c  state created by load(), freed by unload()
+//   accel_cuda_device_t  device.c  a primary context and cached properties
+//   device memory        memory.c  allocation, pinned memory, copies, memset,
+//                                  peer access and peer copies
+//   accel_cuda_stream_t  stream.c  a non-blocking CUstream (+ cuBLAS handle)
+//   accel_cuda_event_t   event.c   a CUevent
+//   custom kernels       module.c  cuModuleLoadDataEx, launches
+//   built-in ops         ops.c     the embedded fatbin (kernels/ops.cu)
+//   GEMM                 gemm.c    cuBLAS, opened at the first GEMM
+//
+// Every driver call that needs a context runs between
+// accel_cuda_context_push and _pop, so the plugin never changes which
+// context is current on the caller's thread.
+//
+// Locking: the plugin mutex guards the driver and cuBLAS loading; each
+// device mutex guards its lazily loaded ops module and peer-access cache;
+// each stream mutex guards its lazily created cuBLAS handle and sum
+// scratch. Never more than one of them is held at a time, except stream
+// then device (gemm.c, ops.c), never the other way.
+#ifndef ACCEL_PLUGINS_CUDA_ACCEL_CUDA_H_
+#define ACCEL_PLUGINS_CUDA_ACCEL_CUDA_H_
+
+#include <accel/plugin.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "driver.h"
+
+// Version string of the plugin; the build passes the project version.
+#ifndef ACCEL_CUDA_VERSION
+#define ACCEL_CUDA_VERSION "0.1.0"
+#endif
+
+// Devices beyond this are not exposed (the peer-access cache is a fixed
+// array per device).
+#define ACCEL_CUDA_MAX_DEVICES 64u
+
+// Size of the buffers that carry a reason to report later.
+#define ACCEL_CUDA_MESSAGE_SIZE 512
+
+typedef struct accel_cuda_device accel_cuda_device_t;
+typedef struct accel_cuda_blas accel_cuda_blas_t;
+
+// ---------------------------------------------------------------------------
+// Plugin state (plugin.c, device.c)
+// ---------------------------------------------------------------------------
+
+// State allocated by load(). `mutex` guards the one-time driver and cuBLAS
+// loading; once `driver_ready` / `blas` are published they are read
+// lock-free.
+typedef struct accel_cuda_plugin {
+  const accel_host_t* host;
+  pthread_mutex_t mutex;
+  bool driver_tried;                           // guarded by `mutex`
+  accel_status_t driver_status;                // outcome of the attempt
+  char driver_error[ACCEL_CUDA_MESSAGE_SIZE];  // its reason
+  uint32_t device_count;                       // valid when driver_status is OK
+  accel_cuda_driver_t driver;                  // valid when driver_status is OK
+  _Atomic(accel_cuda_blas_t*) blas;  // gemm.c, NULL until the first GEMM
+  bool blas_tried;                   // guarded by `mutex`
+  char blas_error[ACCEL_CUDA_MESSAGE_SIZE];  // why cuBLAS is unavailable
+} accel_cuda_plugin_t;
+
+// plugin ABI: device_count. Opens the driver at the first call (driver.c)
+// and returns the same answer afterwards: ACCEL_ERROR_UNAVAILABLE with the
+// reason, or ACCEL_OK with the number of devices (0 when the driver sees
+// none). Thread-safe.
+accel_status_t accel_cuda_device_count(void* plugin, uint32_t* out_count);
+
+// ---------------------------------------------------------------------------
+// Devices (device.c)
+// ---------------------------------------------------------------------------
+
+// Kernels of the embedded ops module (ops.c), indexed by
+// accel_cuda_kernel_t.
+#define ACCEL_CUDA_KERNEL_COUNT 45
+
+// One opened device: its primary context, retained at open and released
+// at close, and properties read once at open.
+struct accel_cuda_device {
+  accel_cuda_plugin_t* plugin;
+  const accel_host_t* host;
+  const accel_cuda_driver_t* cu;
+  uint32_t index;
+  CUdevice dev;
+  CUcontext ctx;
+  char prefix[16];  // "cuda:N", for messages
+  int sm_major, sm_minor;
+  char name[256];
+  char arch[16];  // "sm_90"
+  uint64_t total_memory;
+  uint32_t sms, warp_size, max_threads_per_block;
+  uint8_t uuid[16];
+  char pci_bus_id[32];
+  accel_device_caps_t caps;
+  // Guards everything below.
+  pthread_mutex_t mutex;
+  // Ops module, loaded at the first op (ops.c). `ops_ready` is set once
+  // `ops_kernels` is complete; `ops_status` keeps a failure.
+  atomic_bool ops_ready;
+  bool ops_tried;
+  accel_status_t ops_status;
+  CUmodule ops_module;
+  CUfunction ops_kernels[ACCEL_CUDA_KERNEL_COUNT];
+  // Peer access of this context to device i's memory: 0 not tried yet,
+  // 1 enabled, 2 refused (copies still work, staged by the driver).
+  uint8_t peer_state[ACCEL_CUDA_MAX_DEVICES];
+};
+
+// plugin ABI: device_open / device_close.
+accel_status_t accel_cuda_device_open(void* plugin, uint32_t index,
+                                      void** out_device);
+void accel_cuda_device_close(void* device);
+
+// device ops: query_props, mem_info, can_access_peer.
+accel_status_t accel_cuda_device_query_props(
+    void* device, accel_plugin_device_props_t* props);
+accel_status_t accel_cuda_device_mem_info(void* device, uint64_t* out_free,
+                                          uint64_t* out_total);
+accel_status_t accel_cuda_device_can_access_peer(void* device,
+                                                 void* peer_device,
+                                                 bool* out_can);
+
+// Makes the device's primary context current on this thread, saving the
+// previous one for _pop. Fails (through host->fail, naming `what`) only if
+// the driver does.
+accel_status_t accel_cuda_context_push(accel_cuda_device_t* device,
+                                       const char* what);
+
+// Restores the context current before the matching _push.
+void accel_cuda_context_pop(accel_cuda_device_t* device);
+
+// Records a failed driver call `call` on `device` ("cuda:N: call: ...")
+// and returns the mapped status.
+accel_status_t accel_cuda_device_fail(const accel_cuda_device_t* device,
+                                      CUresult result, const char* call);
+
+// ---------------------------------------------------------------------------
+// Memory (memory.c). A memory handle is the CUdeviceptr itself.
+// ---------------------------------------------------------------------------
+
+// The device pointer of a memory handle plus a byte offset.
+static inline CUdeviceptr accel_cuda_ptr(const void* mem, uint64_t offset) {
+  return (CUdeviceptr)(uintptr_t)mem + (CUdeviceptr)offset;
+}
+
+accel_status_t accel_cuda_mem_alloc(void* device, size_t size, void** out_mem);
+void accel_cuda_mem_free(void* device, void* mem);
+accel_status_t accel_cuda_host_alloc(void* device, size_t size, void** out_ptr);
+void accel_cuda_host_free(void* device, void* ptr);
+accel_status_t accel_cuda_copy_h2d(void* device, void* stream, void* dst,
+                                   size_t dst_offset, const void* src,
+                                   size_t size);
+accel_status_t accel_cuda_copy_d2h(void* device, void* stream, void* dst,
+                                   const void* src, size_t src_offset,
+                                   size_t size);
+accel_status_t accel_cuda_copy_d2d(void* device, void* stream, void* dst,
+                                   size_t dst_offset, const void* src,
+                                   size_t src_offset, size_t size);
+accel_status_t accel_cuda_copy_peer(void* device, void* stream, void* dst,
+                                    size_t dst_offset, void* src_device,
+                                    const void* src, size_t src_offset,
+                                    size_t size);
+accel_status_t accel_cuda_memset(void* device, void* stream, void* dst,
+                                 size_t offset, uint8_t value, size_t size);
+
+// ---------------------------------------------------------------------------
+// Streams (stream.c) and events (event.c)
+// ---------------------------------------------------------------------------
+
+// A stream: a CU_STREAM_NON_BLOCKING CUstream, and what GEMMs and sums on
+// it create lazily (guarded by `mutex`, freed by stream_destroy).
+typedef struct accel_cuda_stream {
+  accel_cuda_device_t* device;
+  CUstream stream;
+  pthread_mutex_t mutex;
+  void* blas_handle;      // cublasHandle_t bound to `stream` (gemm.c)
+  CUdeviceptr workspace;  // its cuBLAS workspace
+  CUdeviceptr scratch;    // per-block partial sums (ops.c)
+} accel_cuda_stream_t;
+
+accel_status_t accel_cuda_stream_create(void* device,
+                                        accel_stream_flags_t flags,
+                                        void** out_stream);
+void accel_cuda_stream_destroy(void* stream);
+accel_status_t accel_cuda_stream_synchronize(void* stream);
+accel_status_t accel_cuda_stream_query(void* stream, bool* out_done);
+accel_status_t accel_cuda_stream_wait_event(void* stream, void* event);
+
+// An event and whether it was created with ACCEL_EVENT_TIMING.
+typedef struct accel_cuda_event {
+  accel_cuda_device_t* device;
+  CUevent event;
+  bool timing;
+} accel_cuda_event_t;
+
+accel_status_t accel_cuda_event_create(void* device, accel_event_flags_t flags,
+                                       void** out_event);
+void accel_cuda_event_destroy(void* event);
+accel_status_t accel_cuda_event_record(void* event, void* stream);
+accel_status_t accel_cuda_event_synchronize(void* event);
+accel_status_t accel_cuda_event_query(void* event, bool* out_done);
+accel_status_t accel_cuda_event_elapsed_ms(void* start, void* end,
+                                           float* out_ms);
+
+// ---------------------------------------------------------------------------
+// Custom kernels (module.c)
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_cuda_module_load(void* device, const void* image,
+                                      size_t size, void** out_module);
+void accel_cuda_module_unload(void* module);
+accel_status_t accel_cuda_module_function(void* module, const char* name,
+                                          void** out_function);
+accel_status_t accel_cuda_launch(void* function, void* stream,
+                                 const accel_plugin_launch_t* launch);
+
+// Loads `image` (cubin, fatbin, or PTX, which must be NUL-terminated) into
+// the current context with JIT logs, turning NO_BINARY_FOR_GPU,
+// UNSUPPORTED_PTX_VERSION and JIT errors into messages for `device`.
+// The caller has pushed the device's context. Used by module.c and ops.c.
+accel_status_t accel_cuda_module_load_image(accel_cuda_device_t* device,
+                                            const void* image, const char* what,
+                                            CUmodule* out_module);
+
+// ---------------------------------------------------------------------------
+// Built-in ops (ops.c) and GEMM (gemm.c)
+// ---------------------------------------------------------------------------
+
+// Indices into device->ops_kernels; ops.c holds the matching names.
+typedef enum accel_cuda_kernel {
+  ACCEL_CUDA_K_FILL = 0,          // + dtype (4)
+  ACCEL_CUDA_K_CAST = 4,          // + dst * 4 + src (16)
+  ACCEL_CUDA_K_SCALE = 20,        // + dtype, floats only (3)
+  ACCEL_CUDA_K_AXPY = 23,         // (3)
+  ACCEL_CUDA_K_ADD = 26,          // + dtype (4)
+  ACCEL_CUDA_K_MUL = 30,          // (4)
+  ACCEL_CUDA_K_SUM_PARTIAL = 34,  // (4)
+  ACCEL_CUDA_K_SUM_FINAL = 38,    // (4)
+  ACCEL_CUDA_K_GEMM_SCALE = 42,   // + dtype, floats only (3)
+  ACCEL_CUDA_K_END = 45,
+} accel_cuda_kernel_t;
+
+// Launches ops kernel `kernel` on `stream` over `count` elements (1-D
+// grid-stride geometry chosen here) with `params` as cuLaunchKernel's
+// kernelParams. Loads the ops module on first use. `what` names the op in
+// messages.
+accel_status_t accel_cuda_ops_launch(accel_cuda_stream_t* stream,
+                                     accel_cuda_kernel_t kernel, uint64_t count,
+                                     void** params, const char* what);
+
+accel_status_t accel_cuda_op_fill(void* device, void* stream, void* dst,
+                                  uint64_t dst_offset, uint32_t dtype,
+                                  uint64_t count, double value);
+accel_status_t accel_cuda_op_cast(void* device, void* stream, void* dst,
+                                  uint64_t dst_offset, uint32_t dst_dtype,
+                                  const void* src, uint64_t src_offset,
+                                  uint32_t src_dtype, uint64_t count);
+accel_status_t accel_cuda_op_scale(void* device, void* stream, void* x,
+                                   uint64_t x_offset, uint32_t dtype,
+                                   uint64_t count, double alpha);
+accel_status_t accel_cuda_op_axpy(void* device, void* stream, void* y,
+                                  uint64_t y_offset, const void* x,
+                                  uint64_t x_offset, uint32_t dtype,
+                                  uint64_t count, double alpha);
+accel_status_t accel_cuda_op_add(void* device, void* stream, void* z,
+                                 uint64_t z_offset, const void* x,
+                                 uint64_t x_offset, const void* y,
+                                 uint64_t y_offset, uint32_t dtype,
+                                 uint64_t count);
+accel_status_t accel_cuda_op_mul(void* device, void* stream, void* z,
+                                 uint64_t z_offset, const void* x,
+                                 uint64_t x_offset, const void* y,
+                                 uint64_t y_offset, uint32_t dtype,
+                                 uint64_t count);
+accel_status_t accel_cuda_op_sum(void* device, void* stream, void* out,
+                                 uint64_t out_offset, const void* x,
+                                 uint64_t x_offset, uint32_t dtype,
+                                 uint64_t count);
+accel_status_t accel_cuda_op_gemm(void* device, void* stream,
+                                  const accel_plugin_gemm_t* gemm);
+
+// Frees the ops module of `device` (device_close; context pushed).
+void accel_cuda_ops_unload(accel_cuda_device_t* device);
+
+// Destroys the cuBLAS handle and workspace of `stream`, if any
+// (stream_destroy, after the stream has drained; context pushed).
+void accel_cuda_gemm_release(accel_cuda_stream_t* stream);
+
+// Unloads cuBLAS, if it was loaded (unload).
+void accel_cuda_blas_destroy(accel_cuda_blas_t* blas);
+
+// The embedded ops fatbin (ops_fatbin.c, generated at build time).
+extern const unsigned char accel_cuda_ops_fatbin[];
+extern const size_t accel_cuda_ops_fatbin_size;
+
+#endif  // ACCEL_PLUGINS_CUDA_ACCEL_CUDA_H_

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+//
+// GEMM on cuBLAS, which is opened with dlopen at the first GEMM that needs
+// it (libcublas.so.13, .12, then libcublas.so), so the plugin loads and
+// accel-info stays fast where cuBLAS is absent; GEMM then fails with
+// ACCEL_ERROR_UNSUPPORTED naming the libraries tried.
+//
+// accel's GEMM is row-major and cuBLAS is column-major. A row-major matrix
+// is the column-major view of its transpose, so C = op(A) op(B) is computed
+// as C^T = op(B)^T op(A)^T: cublasGemmEx with the operands swapped, m and
+// n swapped, and each operand's transpose flag kept.
+//
+// Each stream gets its own cuBLAS handle, created at its first GEMM, bound
+// to the stream once (cublasSetStream) and destroyed with the stream, so
+// concurrent GEMMs on different streams never share a handle. The
+// workspace cuBLAS needs is allocated with cuMemAlloc per handle: plugins
+// cannot reach the core's caching allocator (no host entry for it in ABI
+// 1.1), so it does not show in the core's memory statistics.
+#include <cublas_api.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel_cuda.h"
+
+// Workspace per handle, as the cuBLAS documentation recommends for
+// cublasSetWorkspace: 32 MiB on Hopper and newer, 4 MiB before.
+#define ACCEL_CUDA_WORKSPACE_SM90 (32u << 20)
+#define ACCEL_CUDA_WORKSPACE_DEFAULT (4u << 20)
+
+typedef cublasStatus_t (*accel_cuda_cublas_create_t)(cublasHandle_t*);
+typedef cublasStatus_t (*accel_cuda_cublas_destroy_t)(cublasHandle_t);
+typedef cublasStatus_t (*accel_cuda_cublas_set_stream_t)(cublasHandle_t,
+                                                         cudaStream_t);
+typedef cublasStatus_t (*accel_cuda_cublas_set_workspace_t)(cublasHandle_t,
+                                                            void*, size_t);
+typedef cublasStatus_t (*accel_cuda_cublas_gemm_ex_t)(
+    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+    const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+    const void*, void*, cudaDataType, int, cublasComputeType_t,
+    cublasGemmAlgo_t);
+typedef const char* (*accel_cuda_cublas_status_name_t)(cublasStatus_t);
+typedef cublasStatus_t (*accel_cuda_cublas_get_version_t)(cublasHandle_t, int*);
+
+// The typedefs must match the toolkit's declarations (nothing is linked,
+// so only the compiler can check them).
+#define ACCEL_CUDA_SAME_TYPE(fn, type) \
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), type), #fn)
+ACCEL_CUDA_SAME_TYPE(cublasCreate_v2, accel_cuda_cublas_create_t);
+ACCEL_CUDA_SAME_TYPE(cublasDestroy_v2, accel_cuda_cublas_destroy_t);
+ACCEL_CUDA_SAME_TYPE(cublasSetStream_v2, accel_cuda_cublas_set_stream_t);
+ACCEL_CUDA_SAME_TYPE(cublasSetWorkspace_v2, accel_cuda_cublas_set_workspace_t);
+ACCEL_CUDA_SAME_TYPE(cublasGemmEx, accel_cuda_cublas_gemm_ex_t);
+ACCEL_CUDA_SAME_TYPE(cublasGetStatusName, accel_cuda_cublas_status_name_t);
+
+// A loaded cuBLAS. Immutable once published in plugin->blas.
+struct accel_cuda_blas {
+  void* library;
+  char name[32];  // the soname that loaded
+  accel_cuda_cublas_create_t create;
+  accel_cuda_cublas_destroy_t destroy;
+  accel_cuda_cublas_set_stream_t set_stream;
+  accel_cuda_cublas_set_workspace_t set_workspace;
+  accel_cuda_cublas_gemm_ex_t gemm_ex;
+  accel_cuda_cublas_status_name_t status_name;  // may be NULL
+};
+
+static const char* const accel_cuda_cublas_names[] = {
+    "libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+
+// Resolves `name` into `*slot` (a function pointer). False if absent.
+static bool accel_cuda_blas_sym(void* library, const char* name, void* slot) {
+  void* fn = dlsym(library, name);
+  memcpy(slot, &fn, sizeof(fn));
+  return fn != NULL;
+}
+
+// Tries to open cuBLAS. Returns NULL with the reason in `message`.
+static accel_cuda_blas_t* accel_cuda_blas_open(char* message, size_t size) {
+  char first[256] = "";
+  for (size_t i = 0;
+       i < sizeof(accel_cuda_cublas_names) / sizeof(accel_cuda_cublas_names[0]);
+       i++) {
+    void* library = dlopen(accel_cuda_cublas_names[i], RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+      const char* why = dlerror();
+      if (i == 0) snprintf(first, sizeof(first), "%s", why ? why : "");
+      continue;
+    }
+    accel_cuda_blas_t* blas = calloc(1, sizeof(*blas));
+    if (blas == NULL) {
+      dlclose(library);
+      snprintf(message, size, "out of host memory loading cuBLAS");
+      return NULL;
+    }
+    blas->library = library;
+    snprintf(blas->name, sizeof(blas->name), "%s", accel_cuda_cublas_names[i]);
+    if (accel_cuda_blas_sym(library, "cublasCreate_v2", &blas->create) &&
+        accel_cuda_blas_sym(library, "cublasDestroy_v2", &blas->destroy) &&
+        accel_cuda_blas_sym(library, "cublasSetStream_v2", &blas->set_stream) &&
+        accel_cuda_blas_sym(library, "cublasSetWorkspace_v2",
+                            &blas->set_workspace) &&
+        accel_cuda_blas_sym(library, "cublasGemmEx", &blas->gemm_ex)) {
+      (void)accel_cuda_blas_sym(library, "cublasGetStatusName",
+                                &blas->status_name);
+      return blas;
+    }
+    free(blas);
+    dlclose(library);
+  }
+  snprintf(message, size,
+           "cuBLAS is not installed: tried libcublas.so.13, libcublas.so.12 "
+           "and libcublas.so (%s)",
+           first);
+  return NULL;
+}
+
+// Returns the plugin's cuBLAS, loading it at the first call; the same
+// ACCEL_ERROR_UNSUPPORTED, without searching again, when it cannot.
+static accel_status_t accel_cuda_blas_get(accel_cuda_plugin_t* plugin,
+                                          const accel_cuda_blas_t** out) {
+  *out = atomic_load(&plugin->blas);
+  if (*out != NULL) return ACCEL_OK;
+  pthread_mutex_lock(&plugin->mutex);
+  if (atomic_load(&plugin->blas) == NULL && !plugin->blas_tried) {
+    plugin->blas_tried = true;
+    accel_cuda_blas_t* blas =
+        accel_cuda_blas_open(plugin->blas_error, sizeof(plugin->blas_error));
+    if (blas != NULL) {
+      plugin->host->log(plugin->host, ACCEL_LOG_INFO, "cuda: GEMM on %s",
+                        blas->name);
+      atomic_store(&plugin->blas, blas);
+    }
+  }
+  *out = atomic_load(&plugin->blas);
+  pthread_mutex_unlock(&plugin->mutex);
+  if (*out != NULL) return ACCEL_OK;
+  return plugin->host->fail(plugin->host, ACCEL_ERROR_UNSUPPORTED,
+                            "cuda: gemm: %s", plugin->blas_error);
+}
+
+void accel_cuda_blas_destroy(accel_cuda_blas_t* blas) {
+  // The library stays loaded, like libcuda: its bundled CUDA runtime keeps
+  // process-wide state and exit handlers that must not be unmapped.
+  free(blas);
+}
+
+// Records a failed cuBLAS call and returns ACCEL_ERROR_BACKEND (or
+// OUT_OF_DEVICE_MEMORY for allocation failures).
+static accel_status_t accel_cuda_blas_fail(const accel_cuda_device_t* device,
+                                           const accel_cuda_blas_t* blas,
+                                           cublasStatus_t s, const char* call) {
+  const char* name = blas->status_name != NULL ? blas->status_name(s) : NULL;
+  accel_status_t status = s == CUBLAS_STATUS_ALLOC_FAILED
+                              ? ACCEL_ERROR_OUT_OF_DEVICE_MEMORY
+                              : ACCEL_ERROR_BACKEND;
+  return device->host->fail(device->host, status, "%s: %s: %s (%d)",
+                            device->prefix, call, name ? name : "cuBLAS error",
+                            (int)s);
+}
+
+void accel_cuda_gemm_release(accel_cuda_stream_t* stream) {
+  const accel_cuda_blas_t* blas = atomic_load(&stream->device->plugin->blas);
+  if (stream->blas_handle != NULL && blas != NULL) {
+    (void)blas->destroy(stream->blas_handle);
+  }
+  stream->blas_handle = NULL;
+  if (stream->workspace != 0) {
+    (void)stream->device->cu->cuMemFree(stream->workspace);
+    stream->workspace = 0;
+  }
+}
+
+// Returns the stream's cuBLAS handle, creating it (bound to the stream,
+// with its workspace) at the first GEMM. The caller pushed the context.
+static accel_status_t accel_cuda_gemm_handle(accel_cuda_stream_t* stream,
+                                             const accel_cuda_blas_t* blas,
+                                             cublasHandle_t* out) {
+  accel_cuda_device_t* device = stream->device;
+  accel_status_t status = ACCEL_OK;
+  pthread_mutex_lock(&stream->mutex);
+  if (stream->blas_handle == NULL) {
+    cublasHandle_t handle = NULL;
+    size_t bytes = device->sm_major >= 9 ? ACCEL_CUDA_WORKSPACE_SM90
+                                         : ACCEL_CUDA_WORKSPACE_DEFAULT;
+    CUdeviceptr workspace = 0;
+    cublasStatus_t s = blas->create(&handle);
+    CUresult r = CUDA_SUCCESS;
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      status = accel_cuda_blas_fail(device, blas, s, "cublasCreate");
+    } else if ((s = blas->set_stream(handle, (cudaStream_t)stream->stream)) !=
+               CUBLAS_STATUS_SUCCESS) {
+      status = accel_cuda_blas_fail(device, blas, s, "cublasSetStream");
+    } else if ((r = device->cu->cuMemAlloc(&workspace, bytes)) !=
+               CUDA_SUCCESS) {
+      status = accel_cuda_device_fail(device, r,
+                                      "cuMemAlloc (cuBLAS "
+                                      "workspace)");
+    } else if ((s = blas->set_workspace(handle, (void*)(uintptr_t)workspace,
+                                        bytes)) != CUBLAS_STATUS_SUCCESS) {
+      // After cublasSetStream, which resets the workspace to the default.
+      status = accel_cuda_blas_fail(device, blas, s, "cublasSetWorkspace");
+    }
+    if (status == ACCEL_OK) {
+      stream->blas_handle = handle;
+      stream->workspace = workspace;
+    } else {
+      if (handle != NULL) (void)blas->destroy(handle);
+      if (workspace != 0) (void)device->cu->cuMemFree(workspace);
+    }
+  }
+  *out = stream->blas_handle;
+  pthread_mutex_unlock(&stream->mutex);
+  return status;
+}
+
+static cudaDataType accel_cuda_blas_type(uint32_t dtype) {
+  switch (dtype) {
+    case ACCEL_DTYPE_F16:
+      return CUDA_R_16F;
+    case ACCEL_DTYPE_BF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
+// C = beta * C for k == 0, with the ops kernel (cuBLAS needs not load).
+static accel_status_t accel_cuda_gemm_scale(accel_cuda_stream_t* stream,
+                                            const accel_plugin_gemm_t* g) {
+  CUdeviceptr c = accel_cuda_ptr(g->c, g->c_offset);
+  unsigned long long m = g->m, n = g->n, ldc = g->ldc;
+  float beta = (float)g->beta;
+  void* params[] = {&c, &m, &n, &ldc, &beta};
+  return accel_cuda_ops_launch(stream, ACCEL_CUDA_K_GEMM_SCALE + g->c_dtype,
+                               g->m * g->n, params, "gemm");
+}
+
+accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
+                                  const accel_plugin_gemm_t* g) {
+  accel_cuda_device_t* device = device_ptr;
+  accel_cuda_stream_t* stream = stream_ptr;
+  const accel_host_t* host = device->host;
+  bool half_in =
+      g->a_dtype == ACCEL_DTYPE_F16 || g->a_dtype == ACCEL_DTYPE_BF16;
+  if ((g->a_dtype != ACCEL_DTYPE_F32 && !half_in) || g->b_dtype != g->a_dtype ||
+      (g->c_dtype != g->a_dtype &&
+       !(half_in && g->c_dtype == ACCEL_DTYPE_F32))) {
+    return host->fail(host, ACCEL_ERROR_UNSUPPORTED,
+                      "%s: gemm: unsupported dtypes a=%u b=%u c=%u",
+                      device->prefix, (unsigned)g->a_dtype,
+                      (unsigned)g->b_dtype, (unsigned)g->c_dtype);
+  }
+  if (g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX || g->lda > INT_MAX ||
+      g->ldb > INT_MAX || g->ldc > INT_MAX) {
+    return host->fail(host, ACCEL_ERROR_UNSUPPORTED,
+                      "%s: gemm: dimensions and leading dimensions above %d "
+                      "are not supported",
+                      device->prefix, INT_MAX);
+  }
+  if (g->k == 0) return accel_cuda_gemm_scale(stream, g);
+  const accel_cuda_blas_t* blas = NULL;
+  accel_status_t status = accel_cuda_blas_get(device->plugin, &blas);
+  if (status != ACCEL_OK) return status;
+  status = accel_cuda_context_push(device, "gemm");
+  if (status != ACCEL_OK) return status;
+  cublasHandle_t handle = NULL;
+  status = accel_cuda_gemm_handle(stream, blas, &handle);
+  if (status == ACCEL_OK) {
+    float alpha = (float)g->alpha, beta = (float)g->beta;
+    cublasComputeType_t compute =
+        g->a_dtype == ACCEL_DTYPE_F32 && (g->flags & ACCEL_GEMM_ALLOW_TF32)
+            ? CUBLAS_COMPUTE_32F_FAST_TF32
+            : CUBLAS_COMPUTE_32F;
+    cudaDataType ab = accel_cuda_blas_type(g->a_dtype);
+    // Row-major to column-major: swap the operands and m with n.
+    cublasStatus_t s = blas->gemm_ex(
+        handle, g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->n, (int)g->m, (int)g->k,
+        &alpha, (const void*)(uintptr_t)accel_cuda_ptr(g->b, g->b_offset), ab,
+        (int)g->ldb, (const void*)(uintptr_t)accel_cuda_ptr(g->a, g->a_offset),
+        ab, (int)g->lda, &beta,
+        (void*)(uintptr_t)accel_cuda_ptr(g->c, g->c_offset),
+        accel_cuda_blas_type(g->c_dtype), (int)g->ldc, compute,
+        CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      status = accel_cuda_blas_fail(device, blas, s, "cublasGemmEx");
+    }
+  }
+  accel_cuda_context_pop(device);
+  return status;
+}
