@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: MIT
+//
+// ROCm devices: open/close, properties and memory information.
+//
+// Properties come from hipDeviceGetAttribute, not hipDeviceProp_t, whose
+// layout changed in ROCm 6 (hipDeviceProp_tR0600). The attribute values
+// are those of the headers the plugin was built with; ROCm 6 renumbered
+// part of hipDeviceAttribute_t, so they are used only when the runtime's
+// major version is the headers' one. The architecture name has no
+// attribute: it is read from gcnArchName of the R0000 layout, which ROCm 6
+// still fills through hipGetDevicePropertiesR0000 and ROCm 5 through
+// hipGetDeviceProperties (runtime.c); with a newer runtime the few numbers
+// come from that same R0000 struct.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel_rocm.h"
+
+accel_status_t accel_rocm_device_fail(const accel_rocm_device_t* device,
+                                      hipError_t error, const char* what) {
+  return accel_rocm_fail(device->host, device->rt, error, device->prefix, what);
+}
+
+accel_status_t accel_rocm_device_use(accel_rocm_device_t* device) {
+  hipError_t err = device->rt->hipSetDevice((int)device->index);
+  return err == hipSuccess
+             ? ACCEL_OK
+             : accel_rocm_device_fail(device, err, "hipSetDevice");
+}
+
+// Copies gcnArchName into `arch_full` and its processor part into `arch`.
+static void accel_rocm_device_arch(accel_rocm_device_t* device,
+                                   const char* gcn) {
+  snprintf(device->arch_full, sizeof(device->arch_full), "%.63s", gcn);
+  snprintf(device->arch, sizeof(device->arch), "%.63s", gcn);
+  char* colon = strchr(device->arch, ':');  // "gfx90a:sramecc+:xnack-"
+  if (colon != NULL) *colon = '\0';
+}
+
+// Reads the R0000 properties (gcnArchName, and the numbers when the
+// attribute enum cannot be trusted).
+static accel_status_t accel_rocm_device_read(accel_rocm_device_t* device) {
+  const accel_rocm_runtime_t* rt = device->rt;
+  int dev = (int)device->index;
+  // Room beyond the struct in case a runtime writes a longer R0000 tail.
+  size_t size = sizeof(hipDeviceProp_t) + 4096;
+  hipDeviceProp_t* props = calloc(1, size);
+  if (props == NULL) {
+    return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                              "%s: device properties", device->prefix);
+  }
+  hipError_t err = rt->get_props(props, dev);
+  if (err != hipSuccess) {
+    free(props);
+    return accel_rocm_device_fail(device, err, "hipGetDeviceProperties");
+  }
+  props->gcnArchName[sizeof(props->gcnArchName) - 1] = '\0';
+  accel_rocm_device_arch(device, props->gcnArchName);
+  bool same_abi = rt->version / 10000000 == HIP_VERSION_MAJOR;
+  int cu = 0, threads = 0, warp = 0;
+  if (same_abi &&
+      rt->hipDeviceGetAttribute(&cu, hipDeviceAttributeMultiprocessorCount,
+                                dev) == hipSuccess &&
+      rt->hipDeviceGetAttribute(&threads, hipDeviceAttributeMaxThreadsPerBlock,
+                                dev) == hipSuccess &&
+      rt->hipDeviceGetAttribute(&warp, hipDeviceAttributeWarpSize, dev) ==
+          hipSuccess) {
+    device->compute_units = (uint32_t)cu;
+    device->max_threads_per_block = (uint32_t)threads;
+    device->warp_size = (uint32_t)warp;
+  } else {
+    device->compute_units = (uint32_t)props->multiProcessorCount;
+    device->max_threads_per_block = (uint32_t)props->maxThreadsPerBlock;
+    device->warp_size = (uint32_t)props->warpSize;
+  }
+  free(props);
+  size_t total = 0;
+  err = rt->hipDeviceTotalMem(&total, dev);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipDeviceTotalMem");
+  }
+  device->total_memory = total;
+  err = rt->hipDeviceGetName(device->name, (int)sizeof(device->name), dev);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipDeviceGetName");
+  }
+  device->name[sizeof(device->name) - 1] = '\0';
+  if (rt->hipDeviceGetPCIBusId(device->pci_bus_id,
+                               (int)sizeof(device->pci_bus_id),
+                               dev) != hipSuccess) {
+    device->pci_bus_id[0] = '\0';  // optional information
+  }
+  device->pci_bus_id[sizeof(device->pci_bus_id) - 1] = '\0';
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_device_open(void* plugin_ptr, uint32_t index,
+                                      void** out_device) {
+  accel_rocm_plugin_t* plugin = plugin_ptr;
+  const accel_host_t* host = plugin->host;
+  *out_device = NULL;
+  const accel_rocm_runtime_t* rt = NULL;
+  accel_status_t status = accel_rocm_plugin_runtime(plugin, &rt);
+  if (status != ACCEL_OK) return status;
+  if (index >= (uint32_t)rt->device_count) {
+    return host->fail(host, ACCEL_ERROR_NOT_FOUND,
+                      "rocm:%u: backend rocm has %d device(s)", index,
+                      rt->device_count);
+  }
+  accel_rocm_device_t* device = calloc(1, sizeof(*device));
+  if (device == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "rocm:%u: device state",
+                      index);
+  }
+  if (pthread_mutex_init(&device->mutex, NULL) != 0) {
+    free(device);
+    return host->fail(host, ACCEL_ERROR_INTERNAL, "rocm:%u: mutex", index);
+  }
+  if (pthread_mutex_init(&device->blas_lock, NULL) != 0) {
+    pthread_mutex_destroy(&device->mutex);
+    free(device);
+    return host->fail(host, ACCEL_ERROR_INTERNAL, "rocm:%u: mutex", index);
+  }
+  device->plugin = plugin;
+  device->host = host;
+  device->rt = rt;
+  device->index = index;
+  snprintf(device->prefix, sizeof(device->prefix), "rocm:%u", index);
+  status = accel_rocm_device_use(device);
+  if (status == ACCEL_OK) status = accel_rocm_device_read(device);
+  if (status != ACCEL_OK) {
+    pthread_mutex_destroy(&device->blas_lock);
+    pthread_mutex_destroy(&device->mutex);
+    free(device);
+    return status;
+  }
+  host->log(host, ACCEL_LOG_DEBUG, "%s: %s (%s, %u CUs)", device->prefix,
+            device->name, device->arch_full, device->compute_units);
+  *out_device = device;
+  return ACCEL_OK;
+}
+
+void accel_rocm_device_close(void* device_ptr) {
+  accel_rocm_device_t* device = device_ptr;
+  if (device == NULL) return;
+  accel_rocm_builtin_release(device);
+  if (device->blas != NULL && accel_rocm_device_use(device) == ACCEL_OK) {
+    device->plugin->blas.destroy_handle(device->blas);
+  }
+  pthread_mutex_destroy(&device->blas_lock);
+  pthread_mutex_destroy(&device->mutex);
+  free(device);
+}
+
+// Writes `src` into the props string `field` when it fits the caller's
+// struct. Truncates; always NUL-terminates.
+#define ACCEL_ROCM_PROPS_STRING(props, field, src)                           \
+  do {                                                                       \
+    if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, field)) { \
+      snprintf((props)->field, sizeof((props)->field), "%s", (src));         \
+    }                                                                        \
+  } while (0)
+
+// Writes a scalar props field when it fits in the caller's struct.
+#define ACCEL_ROCM_PROPS_SET(props, field, value)                          \
+  do {                                                                     \
+    if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, field)) \
+      (props)->field = (value);                                            \
+  } while (0)
+
+accel_status_t accel_rocm_device_query_props(
+    void* device_ptr, accel_plugin_device_props_t* props) {
+  const accel_rocm_device_t* device = device_ptr;
+  const accel_rocm_runtime_t* rt = device->rt;
+  accel_device_caps_t caps = ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 |
+                             ACCEL_DEVICE_CAP_PINNED_MEMORY |
+                             ACCEL_DEVICE_CAP_EVENT_TIMING |
+                             ACCEL_DEVICE_CAP_KERNELS;
+  if (rt->device_count > 1) caps |= ACCEL_DEVICE_CAP_PEER_ACCESS;
+  char version[64];
+  snprintf(version, sizeof(version), "HIP %d.%d.%d, driver %d",
+           rt->version / 10000000, rt->version / 100000 % 100,
+           rt->version % 100000, rt->driver_version);
+  char features[256];
+  snprintf(features, sizeof(features), "gcnArchName=%s hiprtc=%s",
+           device->arch_full, rt->has_rtc ? "yes" : "no");
+  char target[64];
+  snprintf(target, sizeof(target), "amdgcn-%.56s", device->arch);
+  ACCEL_ROCM_PROPS_SET(props, type, ACCEL_DEVICE_TYPE_GPU);
+  ACCEL_ROCM_PROPS_STRING(props, name, device->name);
+  ACCEL_ROCM_PROPS_STRING(props, vendor, "AMD");
+  ACCEL_ROCM_PROPS_STRING(props, arch, device->arch);
+  ACCEL_ROCM_PROPS_SET(props, total_memory, device->total_memory);
+  ACCEL_ROCM_PROPS_SET(props, compute_units, device->compute_units);
+  ACCEL_ROCM_PROPS_SET(props, max_threads_per_block,
+                       device->max_threads_per_block);
+  ACCEL_ROCM_PROPS_SET(props, simd_width, device->warp_size);
+  ACCEL_ROCM_PROPS_SET(props, caps, caps);
+  ACCEL_ROCM_PROPS_STRING(props, pci_bus_id, device->pci_bus_id);
+  ACCEL_ROCM_PROPS_STRING(props, features, features);
+  ACCEL_ROCM_PROPS_STRING(props, driver_version, version);
+  ACCEL_ROCM_PROPS_STRING(props, module_target, target);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_device_mem_info(void* device_ptr, uint64_t* out_free,
+                                          uint64_t* out_total) {
+  accel_rocm_device_t* device = device_ptr;
+  accel_status_t status = accel_rocm_device_use(device);
+  if (status != ACCEL_OK) return status;
+  size_t free_bytes = 0, total = 0;
+  hipError_t err = device->rt->hipMemGetInfo(&free_bytes, &total);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipMemGetInfo");
+  }
+  *out_free = free_bytes;
+  *out_total = total;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_device_can_access_peer(void* device_ptr,
+                                                 void* peer_ptr,
+                                                 bool* out_can) {
+  accel_rocm_device_t* device = device_ptr;
+  const accel_rocm_device_t* peer = peer_ptr;
+  *out_can = false;
+  if (device == peer) return ACCEL_OK;
+  int can = 0;
+  hipError_t err = device->rt->hipDeviceCanAccessPeer(&can, (int)device->index,
+                                                      (int)peer->index);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipDeviceCanAccessPeer");
+  }
+  if (can && peer->index < 64) {
+    // Enable once, so hipMemcpyPeerAsync goes direct rather than staged.
+    pthread_mutex_lock(&device->mutex);
+    if (!device->peer_enabled[peer->index] &&
+        accel_rocm_device_use(device) == ACCEL_OK) {
+      err = device->rt->hipDeviceEnablePeerAccess((int)peer->index, 0);
+      device->peer_enabled[peer->index] =
+          err == hipSuccess || err == hipErrorPeerAccessAlreadyEnabled;
+    }
+    pthread_mutex_unlock(&device->mutex);
+  }
+  *out_can = can != 0;
+  return ACCEL_OK;
+}

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+//
+// Streams: one non-blocking hipStream_t each (so the null stream, used for
+// "now" copies, never serialises with them), plus a small device scratch
+// the sum kernels use in stream order.
+#include <stdlib.h>
+
+#include "accel_rocm.h"
+#include "kernels/ops_impl.h"
+
+hipStream_t accel_rocm_stream_handle(void* stream) {
+  return stream != NULL ? ((accel_rocm_stream_t*)stream)->stream : NULL;
+}
+
+accel_status_t accel_rocm_stream_create(void* device_ptr,
+                                        accel_stream_flags_t flags,
+                                        void** out_stream) {
+  (void)flags;  // none defined
+  accel_rocm_device_t* device = device_ptr;
+  const accel_rocm_runtime_t* rt = device->rt;
+  *out_stream = NULL;
+  accel_status_t status = accel_rocm_device_use(device);
+  if (status != ACCEL_OK) return status;
+  accel_rocm_stream_t* stream = calloc(1, sizeof(*stream));
+  if (stream == NULL) {
+    return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                              "%s: stream state", device->prefix);
+  }
+  stream->device = device;
+  hipError_t err =
+      rt->hipStreamCreateWithFlags(&stream->stream, hipStreamNonBlocking);
+  if (err != hipSuccess) {
+    free(stream);
+    return accel_rocm_device_fail(device, err, "hipStreamCreateWithFlags");
+  }
+  err = rt->hipMalloc(&stream->scratch, ACCEL_ROCM_SUM_SCRATCH);
+  if (err != hipSuccess) {
+    rt->hipStreamDestroy(stream->stream);
+    free(stream);
+    return accel_rocm_device_fail(device, err, "hipMalloc(stream scratch)");
+  }
+  *out_stream = stream;
+  return ACCEL_OK;
+}
+
+void accel_rocm_stream_destroy(void* stream_ptr) {
+  accel_rocm_stream_t* stream = stream_ptr;
+  if (stream == NULL) return;
+  accel_rocm_device_t* device = stream->device;
+  const accel_rocm_runtime_t* rt = device->rt;
+  // The contract: destroy after pending work. hipStreamDestroy does not
+  // wait, and the scratch may still be in use, so synchronise first.
+  if (accel_rocm_device_use(device) == ACCEL_OK) {
+    rt->hipStreamSynchronize(stream->stream);
+    rt->hipFree(stream->scratch);
+    rt->hipStreamDestroy(stream->stream);
+  }
+  free(stream);
+}
+
+accel_status_t accel_rocm_stream_synchronize(void* stream_ptr) {
+  accel_rocm_stream_t* stream = stream_ptr;
+  hipError_t err = stream->device->rt->hipStreamSynchronize(stream->stream);
+  return err == hipSuccess ? ACCEL_OK
+                           : accel_rocm_device_fail(stream->device, err,
+                                                    "hipStreamSynchronize");
+}
+
+accel_status_t accel_rocm_stream_query(void* stream_ptr, bool* out_done) {
+  accel_rocm_stream_t* stream = stream_ptr;
+  *out_done = false;
+  hipError_t err = stream->device->rt->hipStreamQuery(stream->stream);
+  if (err == hipErrorNotReady) return ACCEL_OK;
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(stream->device, err, "hipStreamQuery");
+  }
+  *out_done = true;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_stream_wait_event(void* stream_ptr, void* event_ptr) {
+  accel_rocm_stream_t* stream = stream_ptr;
+  accel_rocm_event_t* event = event_ptr;
+  if (!atomic_load(&event->recorded)) return ACCEL_OK;  // already complete
+  hipError_t err =
+      stream->device->rt->hipStreamWaitEvent(stream->stream, event->event, 0);
+  return err == hipSuccess ? ACCEL_OK
+                           : accel_rocm_device_fail(stream->device, err,
+                                                    "hipStreamWaitEvent");
+}

@@ -1,0 +1,953 @@
+// SPDX-License-Identifier: MIT
+//
+// libfakehip: a test-only stand-in for libamdhip64, loaded by the ROCm
+// plugin through ACCEL_ROCM_RUNTIME. It proves the plugin's plumbing (symbol
+// resolution, error mapping, streams, events, launches with kernelParams,
+// the hiprtc JIT cache), not AMD hardware: device memory is host memory,
+// every stream is a worker thread running its FIFO, and "kernels" are host
+// functions found by name. The module loader accepts the plugin's embedded
+// offload bundle when it has an entry for the fake GPU's processor, AMD
+// ELF code objects, and the tagged blobs this library's fake hiprtc
+// "compiles"; the host versions of the built-in kernels run the same
+// element code as the GPU ones (plugins/rocm/kernels/ops_impl.h), reading
+// the same by-value struct parameter.
+//
+// Environment:
+//   FAKEHIP_DEVICES  number of devices (default 1); 0 makes hipInit and
+//                    hipGetDeviceCount return hipErrorNoDevice
+//   FAKEHIP_ARCH     gcnArchName (default "gfx90a:sramecc+:xnack-")
+//   FAKEHIP_VERSION  hipRuntimeGetVersion (default 50221153, HIP 5.2)
+//   FAKEHIP_RTC_FAIL when set, hiprtcCompileProgram fails with a log
+//   FAKEHIP_FAULT    a kernel name: its launches fault asynchronously
+//                    (hipErrorIllegalAddress at the next synchronisation)
+// It also exports a minimal rocBLAS (handles, set_stream, gemm_ex, column-
+// major as the real one), for the plugin's rocBLAS path via
+// ACCEL_ROCM_BLAS=<this library>.
+// hiprtc lives in fakehip_rtc.c; libfakehip-nortc.so is built without it.
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
+#include "fakehip.h"
+
+#include <hip/hip_runtime_api.h>
+#include <hip/hiprtc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/ops_impl.h"
+
+#define FAKEHIP_TOTAL ((size_t)8 << 30)  // bytes per fake device
+#define FAKEHIP_HEADER 256               // bytes before each allocation
+#define FAKEHIP_MAX_PARAMS 8
+#define FAKEHIP_BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
+
+// ---------------------------------------------------------------------------
+// Configuration and devices
+// ---------------------------------------------------------------------------
+
+static pthread_mutex_t fakehip_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t fakehip_allocated;  // guarded by fakehip_lock
+static _Thread_local int fakehip_current;
+
+static int fakehip_devices(void) {
+  const char* v = getenv("FAKEHIP_DEVICES");
+  return v != NULL && v[0] != '\0' ? atoi(v) : 1;
+}
+
+static const char* fakehip_arch(void) {
+  const char* v = getenv("FAKEHIP_ARCH");
+  return v != NULL && v[0] != '\0' ? v : "gfx90a:sramecc+:xnack-";
+}
+
+static double fakehip_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+FAKEHIP_API hipError_t hipInit(unsigned int flags) {
+  (void)flags;
+  return fakehip_devices() > 0 ? hipSuccess : hipErrorNoDevice;
+}
+
+FAKEHIP_API hipError_t hipGetDeviceCount(int* count) {
+  int n = fakehip_devices();
+  *count = n > 0 ? n : 0;
+  return n > 0 ? hipSuccess : hipErrorNoDevice;
+}
+
+FAKEHIP_API hipError_t hipRuntimeGetVersion(int* version) {
+  const char* v = getenv("FAKEHIP_VERSION");
+  *version = v != NULL && v[0] != '\0' ? atoi(v) : 50221153;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDriverGetVersion(int* version) {
+  return hipRuntimeGetVersion(version);
+}
+
+FAKEHIP_API const char* hipGetErrorName(hipError_t error) {
+  switch (error) {
+    case hipSuccess:
+      return "hipSuccess";
+    case hipErrorInvalidValue:
+      return "hipErrorInvalidValue";
+    case hipErrorOutOfMemory:
+      return "hipErrorOutOfMemory";
+    case hipErrorNoDevice:
+      return "hipErrorNoDevice";
+    case hipErrorInvalidDevice:
+      return "hipErrorInvalidDevice";
+    case hipErrorNoBinaryForGpu:
+      return "hipErrorNoBinaryForGpu";
+    case hipErrorInvalidImage:
+      return "hipErrorInvalidImage";
+    case hipErrorNotFound:
+      return "hipErrorNotFound";
+    case hipErrorNotReady:
+      return "hipErrorNotReady";
+    case hipErrorInvalidHandle:
+      return "hipErrorInvalidHandle";
+    case hipErrorIllegalAddress:
+      return "hipErrorIllegalAddress";
+    default:
+      return "hipErrorUnknown";
+  }
+}
+
+FAKEHIP_API const char* hipGetErrorString(hipError_t error) {
+  return error == hipSuccess ? "no error" : "fakehip error";
+}
+
+static bool fakehip_valid(int device) {
+  return device >= 0 && device < fakehip_devices();
+}
+
+FAKEHIP_API hipError_t hipSetDevice(int device) {
+  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  fakehip_current = device;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDeviceGetAttribute(int* value,
+                                             hipDeviceAttribute_t attr,
+                                             int device) {
+  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  switch (attr) {
+    case hipDeviceAttributeMultiprocessorCount:
+      *value = 4;
+      return hipSuccess;
+    case hipDeviceAttributeMaxThreadsPerBlock:
+      *value = 1024;
+      return hipSuccess;
+    case hipDeviceAttributeWarpSize:
+      *value = 64;
+      return hipSuccess;
+    default:
+      return hipErrorInvalidValue;
+  }
+}
+
+// ROCm 5's hipGetDeviceProperties (the R0000 layout of these headers).
+FAKEHIP_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* props,
+                                              int device) {
+  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  memset(props, 0, sizeof(*props));
+  snprintf(props->name, sizeof(props->name), "Fake AMD GPU (fakehip)");
+  snprintf(props->gcnArchName, sizeof(props->gcnArchName), "%s",
+           fakehip_arch());
+  props->totalGlobalMem = FAKEHIP_TOTAL;
+  props->multiProcessorCount = 4;
+  props->maxThreadsPerBlock = 1024;
+  props->warpSize = 64;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDeviceGetName(char* name, int len,
+                                        hipDevice_t device) {
+  if (!fakehip_valid(device) || len <= 0) return hipErrorInvalidValue;
+  snprintf(name, (size_t)len, "Fake AMD GPU (fakehip)");
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDeviceGetPCIBusId(char* id, int len, int device) {
+  if (!fakehip_valid(device) || len <= 0) return hipErrorInvalidValue;
+  snprintf(id, (size_t)len, "0000:%02x:00.0", device);
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t device) {
+  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  *bytes = FAKEHIP_TOTAL;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDeviceCanAccessPeer(int* can, int device, int peer) {
+  if (!fakehip_valid(device) || !fakehip_valid(peer)) {
+    return hipErrorInvalidDevice;
+  }
+  *can = device != peer;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  (void)flags;
+  return fakehip_valid(peer) ? hipSuccess : hipErrorInvalidDevice;
+}
+
+// ---------------------------------------------------------------------------
+// Memory: host memory behind a header recording the size
+// ---------------------------------------------------------------------------
+
+FAKEHIP_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
+  pthread_mutex_lock(&fakehip_lock);
+  *free_bytes = FAKEHIP_TOTAL - fakehip_allocated;
+  pthread_mutex_unlock(&fakehip_lock);
+  *total = FAKEHIP_TOTAL;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipMalloc(void** ptr, size_t size) {
+  *ptr = NULL;
+  pthread_mutex_lock(&fakehip_lock);
+  bool room = size <= FAKEHIP_TOTAL - fakehip_allocated;
+  if (room) fakehip_allocated += size;
+  pthread_mutex_unlock(&fakehip_lock);
+  void* block = NULL;
+  if (!room || posix_memalign(&block, FAKEHIP_HEADER,
+                              FAKEHIP_HEADER + (size ? size : 1)) != 0) {
+    if (room) {
+      pthread_mutex_lock(&fakehip_lock);
+      fakehip_allocated -= size;
+      pthread_mutex_unlock(&fakehip_lock);
+    }
+    return hipErrorOutOfMemory;
+  }
+  memcpy(block, &size, sizeof(size));
+  *ptr = (unsigned char*)block + FAKEHIP_HEADER;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipFree(void* ptr) {
+  if (ptr == NULL) return hipSuccess;
+  unsigned char* block = (unsigned char*)ptr - FAKEHIP_HEADER;
+  size_t size;
+  memcpy(&size, block, sizeof(size));
+  pthread_mutex_lock(&fakehip_lock);
+  fakehip_allocated -= size;
+  pthread_mutex_unlock(&fakehip_lock);
+  free(block);
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipHostMalloc(void** ptr, size_t size,
+                                     unsigned int flags) {
+  (void)flags;
+  *ptr = NULL;
+  if (posix_memalign(ptr, 4096, size ? size : 1) != 0) {
+    return hipErrorOutOfMemory;
+  }
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipHostFree(void* ptr) {
+  free(ptr);
+  return hipSuccess;
+}
+
+// ---------------------------------------------------------------------------
+// Kernels: host versions, found by name
+// ---------------------------------------------------------------------------
+
+typedef void (*fakehip_kernel_fn_t)(void* const* params, const unsigned grid[3],
+                                    const unsigned block[3]);
+
+typedef struct fakehip_kernel {
+  const char* name;
+  unsigned num_params;
+  size_t param_size[FAKEHIP_MAX_PARAMS];
+  fakehip_kernel_fn_t fn;
+} fakehip_kernel_t;
+
+static void fakehip_fill(void* const* p, const unsigned* g, const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_op_args_t* a = p[0];
+  for (accel_rocm_u64_t i = 0; i < a->count; i++) accel_rocm_fill_at(a, i);
+}
+
+static void fakehip_cast(void* const* p, const unsigned* g, const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_op_args_t* a = p[0];
+  for (accel_rocm_u64_t i = 0; i < a->count; i++) accel_rocm_cast_at(a, i);
+}
+
+static void fakehip_ewise(void* const* p, const unsigned* g,
+                          const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_op_args_t* a = p[0];
+  for (accel_rocm_u64_t i = 0; i < a->count; i++) accel_rocm_ewise_at(a, i);
+}
+
+// One partial result per block, over the block's chunk (as the kernel).
+static void fakehip_sum_partial(void* const* p, const unsigned* g,
+                                const unsigned* b) {
+  (void)b;
+  const accel_rocm_op_args_t* a = p[0];
+  accel_rocm_u64_t chunk = accel_rocm_sum_chunk(a);
+  for (unsigned blk = 0; blk < g[0]; blk++) {
+    accel_rocm_u64_t lo = (accel_rocm_u64_t)blk * chunk;
+    accel_rocm_u64_t hi = lo + chunk < a->count ? lo + chunk : a->count;
+    double f = 0;
+    long long s = 0;
+    for (accel_rocm_u64_t i = lo; i < hi; i++) {
+      if (a->dtype == ACCEL_ROCM_I32) {
+        s += ((const int32_t*)a->x)[i];
+      } else {
+        f += accel_rocm_load(a->x, a->dtype, i);
+      }
+    }
+    if (a->dtype == ACCEL_ROCM_I32) {
+      ((long long*)a->partial)[blk] = s;
+    } else {
+      ((double*)a->partial)[blk] = f;
+    }
+  }
+}
+
+static void fakehip_sum_final(void* const* p, const unsigned* g,
+                              const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_op_args_t* a = p[0];
+  double f = 0;
+  long long s = 0;
+  for (unsigned blk = 0; blk < a->blocks; blk++) {
+    if (a->dtype == ACCEL_ROCM_I32) {
+      s += ((const long long*)a->partial)[blk];
+    } else {
+      f += ((const double*)a->partial)[blk];
+    }
+  }
+  accel_rocm_sum_store(a, f, s);
+}
+
+static void fakehip_gemm(void* const* p, const unsigned* g, const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_gemm_args_t* a = p[0];
+  for (accel_rocm_u64_t row = 0; row < a->m; row++) {
+    for (accel_rocm_u64_t col = 0; col < a->n; col++) {
+      float acc = 0.0f;
+      for (accel_rocm_u64_t k = 0; k < a->k; k++) {
+        acc += accel_rocm_gemm_a(a, row, k) * accel_rocm_gemm_b(a, k, col);
+      }
+      accel_rocm_gemm_store(a, row, col, acc);
+    }
+  }
+}
+
+// accel-conform's test kernel: data[i] += 1 for global index i < n.
+static void fakehip_add_one(void* const* p, const unsigned* g,
+                            const unsigned* b) {
+  int32_t* data = *(int32_t* const*)p[0];
+  uint32_t n = *(const uint32_t*)p[1];
+  uint64_t threads = (uint64_t)g[0] * b[0];
+  for (uint64_t i = 0; i < threads && i < n; i++) data[i] += 1;
+}
+
+static const fakehip_kernel_t fakehip_kernels[] = {
+    {"accel_rocm_fill", 1, {sizeof(accel_rocm_op_args_t)}, fakehip_fill},
+    {"accel_rocm_cast", 1, {sizeof(accel_rocm_op_args_t)}, fakehip_cast},
+    {"accel_rocm_ewise", 1, {sizeof(accel_rocm_op_args_t)}, fakehip_ewise},
+    {"accel_rocm_sum_partial",
+     1,
+     {sizeof(accel_rocm_op_args_t)},
+     fakehip_sum_partial},
+    {"accel_rocm_sum_final",
+     1,
+     {sizeof(accel_rocm_op_args_t)},
+     fakehip_sum_final},
+    {"accel_rocm_gemm", 1, {sizeof(accel_rocm_gemm_args_t)}, fakehip_gemm},
+    {"accel_conform_add_one",
+     2,
+     {sizeof(int32_t*), sizeof(uint32_t)},
+     fakehip_add_one},
+};
+
+// ---------------------------------------------------------------------------
+// Events and streams
+// ---------------------------------------------------------------------------
+
+struct ihipEvent_t {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  unsigned flags;
+  int refs;           // the handle plus queued tasks
+  uint64_t recorded;  // generation of the last record
+  uint64_t done;      // generation completed
+  double time_ms;
+};
+
+typedef enum {
+  FAKEHIP_COPY,
+  FAKEHIP_SET,
+  FAKEHIP_LAUNCH,
+  FAKEHIP_CALL,
+  FAKEHIP_RECORD,
+  FAKEHIP_WAIT,
+  FAKEHIP_STOP
+} fakehip_task_kind_t;
+
+typedef struct fakehip_task {
+  struct fakehip_task* next;
+  fakehip_task_kind_t kind;
+  void* dst;
+  const void* src;
+  size_t size;
+  int value;
+  hipEvent_t event;
+  uint64_t gen;
+  const fakehip_kernel_t* kernel;
+  unsigned grid[3], block[3];
+  void* params[FAKEHIP_MAX_PARAMS];  // copies of the kernel's parameters
+  void (*call)(void* arg);           // FAKEHIP_CALL: call(params[0])
+} fakehip_task_t;
+
+struct ihipStream_t {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  fakehip_task_t *head, *tail;
+  int pending;       // queued or running tasks
+  hipError_t error;  // sticky asynchronous error (FAKEHIP_FAULT)
+  pthread_t worker;
+};
+
+static void fakehip_event_release(hipEvent_t e) {
+  pthread_mutex_lock(&e->mutex);
+  bool last = --e->refs == 0;
+  pthread_mutex_unlock(&e->mutex);
+  if (last) {
+    pthread_mutex_destroy(&e->mutex);
+    pthread_cond_destroy(&e->cond);
+    free(e);
+  }
+}
+
+static void fakehip_task_run(fakehip_task_t* t) {
+  switch (t->kind) {
+    case FAKEHIP_COPY:
+      memmove(t->dst, t->src, t->size);
+      break;
+    case FAKEHIP_SET:
+      memset(t->dst, t->value, t->size);
+      break;
+    case FAKEHIP_LAUNCH:
+      t->kernel->fn(t->params, t->grid, t->block);
+      break;
+    case FAKEHIP_CALL:
+      t->call(t->params[0]);
+      break;
+    case FAKEHIP_RECORD:
+      pthread_mutex_lock(&t->event->mutex);
+      if (t->gen > t->event->done) {
+        t->event->done = t->gen;
+        t->event->time_ms = fakehip_now_ms();
+      }
+      pthread_cond_broadcast(&t->event->cond);
+      pthread_mutex_unlock(&t->event->mutex);
+      break;
+    case FAKEHIP_WAIT:
+      pthread_mutex_lock(&t->event->mutex);
+      while (t->event->done < t->gen) {
+        pthread_cond_wait(&t->event->cond, &t->event->mutex);
+      }
+      pthread_mutex_unlock(&t->event->mutex);
+      break;
+    case FAKEHIP_STOP:
+      break;
+  }
+  if (t->event != NULL) fakehip_event_release(t->event);
+  for (int i = 0; i < FAKEHIP_MAX_PARAMS; i++) free(t->params[i]);
+}
+
+static void* fakehip_worker(void* arg) {
+  hipStream_t s = arg;
+  for (;;) {
+    pthread_mutex_lock(&s->mutex);
+    while (s->head == NULL) pthread_cond_wait(&s->cond, &s->mutex);
+    fakehip_task_t* t = s->head;
+    pthread_mutex_unlock(&s->mutex);
+    bool stop = t->kind == FAKEHIP_STOP;
+    // FAKEHIP_FAULT=<kernel>: that kernel "faults" (an illegal address),
+    // reported by the next synchronising call, as on a GPU.
+    const char* fault = getenv("FAKEHIP_FAULT");
+    bool faults = t->kind == FAKEHIP_LAUNCH && fault != NULL &&
+                  strcmp(fault, t->kernel->name) == 0;
+    if (faults) t->kind = FAKEHIP_STOP;  // frees the task, runs nothing
+    fakehip_task_run(t);
+    pthread_mutex_lock(&s->mutex);
+    if (faults && s->error == hipSuccess) s->error = hipErrorIllegalAddress;
+    s->head = t->next;
+    if (s->head == NULL) s->tail = NULL;
+    s->pending--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mutex);
+    free(t);
+    if (stop) return NULL;
+  }
+}
+
+// Runs `t` now for the null stream, else queues it. Takes ownership.
+static hipError_t fakehip_submit(hipStream_t s, fakehip_task_t* t) {
+  if (s == NULL) {
+    fakehip_task_run(t);
+    free(t);
+    return hipSuccess;
+  }
+  pthread_mutex_lock(&s->mutex);
+  if (s->tail != NULL) {
+    s->tail->next = t;
+  } else {
+    s->head = t;
+  }
+  s->tail = t;
+  s->pending++;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->mutex);
+  return hipSuccess;
+}
+
+static fakehip_task_t* fakehip_task(fakehip_task_kind_t kind) {
+  fakehip_task_t* t = calloc(1, sizeof(*t));
+  if (t != NULL) t->kind = kind;
+  return t;
+}
+
+FAKEHIP_API hipError_t hipStreamCreateWithFlags(hipStream_t* out,
+                                                unsigned int flags) {
+  (void)flags;
+  hipStream_t s = calloc(1, sizeof(*s));
+  if (s == NULL) return hipErrorOutOfMemory;
+  pthread_mutex_init(&s->mutex, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  if (pthread_create(&s->worker, NULL, fakehip_worker, s) != 0) {
+    free(s);
+    return hipErrorOutOfMemory;
+  }
+  *out = s;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipStreamSynchronize(hipStream_t s) {
+  if (s == NULL) return hipSuccess;  // null-stream work ran synchronously
+  pthread_mutex_lock(&s->mutex);
+  while (s->pending > 0) pthread_cond_wait(&s->cond, &s->mutex);
+  hipError_t error = s->error;
+  pthread_mutex_unlock(&s->mutex);
+  return error;
+}
+
+FAKEHIP_API hipError_t hipStreamDestroy(hipStream_t s) {
+  if (s == NULL) return hipErrorInvalidHandle;
+  fakehip_task_t* t = fakehip_task(FAKEHIP_STOP);
+  if (t == NULL) return hipErrorOutOfMemory;
+  fakehip_submit(s, t);
+  pthread_join(s->worker, NULL);
+  pthread_mutex_destroy(&s->mutex);
+  pthread_cond_destroy(&s->cond);
+  free(s);
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipStreamQuery(hipStream_t s) {
+  if (s == NULL) return hipSuccess;
+  pthread_mutex_lock(&s->mutex);
+  int pending = s->pending;
+  hipError_t error = s->error;
+  pthread_mutex_unlock(&s->mutex);
+  return pending != 0 ? hipErrorNotReady : error;
+}
+
+FAKEHIP_API hipError_t hipEventCreateWithFlags(hipEvent_t* out,
+                                               unsigned int flags) {
+  hipEvent_t e = calloc(1, sizeof(*e));
+  if (e == NULL) return hipErrorOutOfMemory;
+  pthread_mutex_init(&e->mutex, NULL);
+  pthread_cond_init(&e->cond, NULL);
+  e->flags = flags;
+  e->refs = 1;
+  *out = e;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipEventDestroy(hipEvent_t e) {
+  if (e == NULL) return hipErrorInvalidHandle;
+  fakehip_event_release(e);
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
+  fakehip_task_t* t = fakehip_task(FAKEHIP_RECORD);
+  if (t == NULL) return hipErrorOutOfMemory;
+  pthread_mutex_lock(&e->mutex);
+  t->gen = ++e->recorded;
+  e->refs++;
+  pthread_mutex_unlock(&e->mutex);
+  t->event = e;
+  return fakehip_submit(s, t);
+}
+
+FAKEHIP_API hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e,
+                                          unsigned int flags) {
+  (void)flags;
+  fakehip_task_t* t = fakehip_task(FAKEHIP_WAIT);
+  if (t == NULL) return hipErrorOutOfMemory;
+  pthread_mutex_lock(&e->mutex);
+  t->gen = e->recorded;
+  e->refs++;
+  pthread_mutex_unlock(&e->mutex);
+  t->event = e;
+  return fakehip_submit(s, t);
+}
+
+FAKEHIP_API hipError_t hipEventSynchronize(hipEvent_t e) {
+  pthread_mutex_lock(&e->mutex);
+  while (e->done < e->recorded) pthread_cond_wait(&e->cond, &e->mutex);
+  pthread_mutex_unlock(&e->mutex);
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipEventQuery(hipEvent_t e) {
+  pthread_mutex_lock(&e->mutex);
+  bool done = e->done >= e->recorded;
+  pthread_mutex_unlock(&e->mutex);
+  return done ? hipSuccess : hipErrorNotReady;
+}
+
+FAKEHIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start,
+                                           hipEvent_t stop) {
+  if ((start->flags & hipEventDisableTiming) ||
+      (stop->flags & hipEventDisableTiming)) {
+    return hipErrorInvalidHandle;
+  }
+  if (hipEventQuery(start) != hipSuccess || hipEventQuery(stop) != hipSuccess) {
+    return hipErrorNotReady;
+  }
+  pthread_mutex_lock(&start->mutex);
+  double t0 = start->time_ms;
+  pthread_mutex_unlock(&start->mutex);
+  pthread_mutex_lock(&stop->mutex);
+  double t1 = stop->time_ms;
+  pthread_mutex_unlock(&stop->mutex);
+  *ms = (float)(t1 - t0);
+  return hipSuccess;
+}
+
+// ---------------------------------------------------------------------------
+// Copies and memset
+// ---------------------------------------------------------------------------
+
+static hipError_t fakehip_copy(void* dst, const void* src, size_t size,
+                               hipStream_t s) {
+  fakehip_task_t* t = fakehip_task(FAKEHIP_COPY);
+  if (t == NULL) return hipErrorOutOfMemory;
+  t->dst = dst;
+  t->src = src;
+  t->size = size;
+  return fakehip_submit(s, t);
+}
+
+FAKEHIP_API hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
+                                      hipMemcpyKind kind, hipStream_t s) {
+  (void)kind;
+  return fakehip_copy(dst, src, size, s);
+}
+
+FAKEHIP_API hipError_t hipMemcpyPeerAsync(void* dst, int dst_device,
+                                          const void* src, int src_device,
+                                          size_t size, hipStream_t s) {
+  if (!fakehip_valid(dst_device) || !fakehip_valid(src_device)) {
+    return hipErrorInvalidDevice;
+  }
+  return fakehip_copy(dst, src, size, s);
+}
+
+FAKEHIP_API hipError_t hipMemsetAsync(void* dst, int value, size_t size,
+                                      hipStream_t s) {
+  fakehip_task_t* t = fakehip_task(FAKEHIP_SET);
+  if (t == NULL) return hipErrorOutOfMemory;
+  t->dst = dst;
+  t->value = value;
+  t->size = size;
+  return fakehip_submit(s, t);
+}
+
+// ---------------------------------------------------------------------------
+// Modules
+// ---------------------------------------------------------------------------
+
+struct ihipModule_t {
+  const void* image;
+  size_t size;
+};
+
+struct ihipModuleSymbol_t {
+  const fakehip_kernel_t* kernel;
+};
+
+static uint64_t fakehip_u64(const unsigned char* p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Size of a bundle: the end of its furthest entry.
+static size_t fakehip_bundle_size(const unsigned char* p) {
+  size_t at = sizeof(FAKEHIP_BUNDLE_MAGIC) - 1;
+  uint64_t count = fakehip_u64(p + at), end = at + 8;
+  at += 8;
+  for (uint64_t i = 0; i < count && i < 64; i++) {
+    uint64_t off = fakehip_u64(p + at), size = fakehip_u64(p + at + 8);
+    uint64_t len = fakehip_u64(p + at + 16);
+    if (off + size > end) end = off + size;
+    at += 24 + len;
+    if (at > end) end = at;
+  }
+  return (size_t)end;
+}
+
+// Size of a 64-bit ELF: its section header table ends it.
+static size_t fakehip_elf_size(const unsigned char* p) {
+  uint64_t shoff = fakehip_u64(p + 0x28);
+  uint16_t shentsize, shnum;
+  memcpy(&shentsize, p + 0x3a, 2);
+  memcpy(&shnum, p + 0x3c, 2);
+  return (size_t)(shoff + (uint64_t)shentsize * shnum);
+}
+
+static bool fakehip_contains(const void* hay, size_t size, const char* needle) {
+  size_t n = strlen(needle);
+  const unsigned char* p = hay;
+  for (size_t i = 0; i + n <= size; i++) {
+    if (p[i] == (unsigned char)needle[0] && memcmp(p + i, needle, n) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+FAKEHIP_API hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
+  const unsigned char* p = image;
+  char arch[64];
+  snprintf(arch, sizeof(arch), "%s", fakehip_arch());
+  char* colon = strchr(arch, ':');
+  if (colon != NULL) *colon = '\0';
+  size_t size;
+  if (memcmp(p, FAKEHIP_BUNDLE_MAGIC, sizeof(FAKEHIP_BUNDLE_MAGIC) - 1) == 0) {
+    size = fakehip_bundle_size(p);
+    char triple[96];
+    snprintf(triple, sizeof(triple), "amdgcn-amd-amdhsa--%s", arch);
+    if (!fakehip_contains(p, size, triple)) return hipErrorNoBinaryForGpu;
+  } else if (memcmp(p, "\177ELF", 4) == 0 && p[4] == 2) {
+    size = fakehip_elf_size(p);
+  } else if (memcmp(p, FAKEHIP_RTC_MAGIC, sizeof(FAKEHIP_RTC_MAGIC) - 1) == 0) {
+    // FAKEHIP_RTC_MAGIC, the arch line, then the NUL-terminated source.
+    const char* at = (const char*)p + sizeof(FAKEHIP_RTC_MAGIC) - 1;
+    const char* nl = strchr(at, '\n');
+    if (nl == NULL || (size_t)(nl - at) != strlen(fakehip_arch()) ||
+        memcmp(at, fakehip_arch(), (size_t)(nl - at)) != 0) {
+      return hipErrorNoBinaryForGpu;
+    }
+    size = (size_t)(nl - (const char*)p) + strlen(nl) + 1;
+  } else {
+    return hipErrorInvalidImage;
+  }
+  hipModule_t m = calloc(1, sizeof(*m));
+  void* copy = malloc(size);
+  if (m == NULL || copy == NULL) {
+    free(m);
+    free(copy);
+    return hipErrorOutOfMemory;
+  }
+  memcpy(copy, image, size);  // HIP copies the image too
+  m->image = copy;
+  m->size = size;
+  *out = m;
+  return hipSuccess;
+}
+
+FAKEHIP_API hipError_t hipModuleUnload(hipModule_t m) {
+  free((void*)m->image);
+  free(m);
+  return hipSuccess;
+}
+
+// Functions are static, one per known kernel, and never written (several
+// threads may look them up at once).
+static const struct ihipModuleSymbol_t fakehip_symbols[] = {
+    {&fakehip_kernels[0]}, {&fakehip_kernels[1]}, {&fakehip_kernels[2]},
+    {&fakehip_kernels[3]}, {&fakehip_kernels[4]}, {&fakehip_kernels[5]},
+    {&fakehip_kernels[6]}};
+_Static_assert(sizeof(fakehip_symbols) / sizeof(fakehip_symbols[0]) ==
+                   sizeof(fakehip_kernels) / sizeof(fakehip_kernels[0]),
+               "one symbol per kernel");
+
+FAKEHIP_API hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t m,
+                                            const char* name) {
+  size_t n = sizeof(fakehip_kernels) / sizeof(fakehip_kernels[0]);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(fakehip_kernels[i].name, name) == 0 &&
+        fakehip_contains(m->image, m->size, name)) {
+      *out = (hipFunction_t)&fakehip_symbols[i];
+      return hipSuccess;
+    }
+  }
+  return hipErrorNotFound;
+}
+
+FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
+                                             unsigned int gy, unsigned int gz,
+                                             unsigned int bx, unsigned int by,
+                                             unsigned int bz,
+                                             unsigned int shared, hipStream_t s,
+                                             void** params, void** extra) {
+  (void)shared;
+  if (extra != NULL || (params == NULL && f->kernel->num_params > 0)) {
+    return hipErrorInvalidValue;
+  }
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 ||
+      (uint64_t)bx * by * bz > 1024) {
+    return hipErrorInvalidValue;
+  }
+  fakehip_task_t* t = fakehip_task(FAKEHIP_LAUNCH);
+  if (t == NULL) return hipErrorOutOfMemory;
+  t->kernel = f->kernel;
+  t->grid[0] = gx, t->grid[1] = gy, t->grid[2] = gz;
+  t->block[0] = bx, t->block[1] = by, t->block[2] = bz;
+  // Parameters are copied at launch, as HIP does.
+  for (unsigned i = 0; i < f->kernel->num_params; i++) {
+    t->params[i] = malloc(f->kernel->param_size[i]);
+    if (t->params[i] == NULL) {
+      for (unsigned j = 0; j < i; j++) free(t->params[j]);
+      free(t);
+      return hipErrorOutOfMemory;
+    }
+    memcpy(t->params[i], params[i], f->kernel->param_size[i]);
+  }
+  return fakehip_submit(s, t);
+}
+
+// ---------------------------------------------------------------------------
+// rocBLAS: column-major gemm_ex on the handle's stream (rocblas-types.h
+// values: operation none 111, transpose 112; f16 150, f32 151, bf16 168)
+// ---------------------------------------------------------------------------
+
+typedef struct fakehip_blas {
+  hipStream_t stream;
+} fakehip_blas_t;
+
+typedef struct fakehip_gemm_ex {
+  bool trans_a, trans_b;
+  int m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+  const void* a;
+  const void* b;
+  void* c;
+  accel_rocm_u32_t ab_dtype, c_dtype;
+} fakehip_gemm_ex_t;
+
+static int fakehip_blas_dtype(int t, accel_rocm_u32_t* out) {
+  switch (t) {
+    case 150:
+      *out = ACCEL_ROCM_F16;
+      return 0;
+    case 151:
+      *out = ACCEL_ROCM_F32;
+      return 0;
+    case 168:
+      *out = ACCEL_ROCM_BF16;
+      return 0;
+    default:
+      return -1;
+  }
+}
+
+FAKEHIP_API int rocblas_create_handle(void** handle) {
+  *handle = calloc(1, sizeof(fakehip_blas_t));
+  return *handle != NULL ? 0 : 5;  // rocblas_status_memory_error
+}
+
+FAKEHIP_API int rocblas_destroy_handle(void* handle) {
+  free(handle);
+  return 0;
+}
+
+FAKEHIP_API int rocblas_set_stream(void* handle, hipStream_t stream) {
+  ((fakehip_blas_t*)handle)->stream = stream;
+  return 0;
+}
+
+static void fakehip_gemm_ex_run(void* arg) {
+  const fakehip_gemm_ex_t* g = arg;
+  for (int j = 0; j < g->n; j++) {
+    for (int i = 0; i < g->m; i++) {
+      float acc = 0.0f;
+      for (int l = 0; l < g->k; l++) {
+        size_t ai = g->trans_a ? (size_t)l + (size_t)i * g->lda
+                               : (size_t)i + (size_t)l * g->lda;
+        size_t bi = g->trans_b ? (size_t)j + (size_t)l * g->ldb
+                               : (size_t)l + (size_t)j * g->ldb;
+        acc += accel_rocm_load(g->a, g->ab_dtype, ai) *
+               accel_rocm_load(g->b, g->ab_dtype, bi);
+      }
+      size_t ci = (size_t)i + (size_t)j * g->ldc;
+      float r = g->alpha * acc;
+      if (g->beta != 0.0f) r += g->beta * accel_rocm_load(g->c, g->c_dtype, ci);
+      accel_rocm_store(g->c, g->c_dtype, ci, r);
+    }
+  }
+}
+
+FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
+                                int n, int k, const void* alpha, const void* a,
+                                int a_type, int lda, const void* b, int b_type,
+                                int ldb, const void* beta, const void* c,
+                                int c_type, int ldc, void* d, int d_type,
+                                int ldd, int compute_type, int algo,
+                                int32_t solution_index, uint32_t flags) {
+  (void)algo, (void)solution_index, (void)flags;
+  fakehip_gemm_ex_t g = {.trans_a = trans_a == 112,
+                         .trans_b = trans_b == 112,
+                         .m = m,
+                         .n = n,
+                         .k = k,
+                         .lda = lda,
+                         .ldb = ldb,
+                         .ldc = ldc,
+                         .alpha = *(const float*)alpha,
+                         .beta = *(const float*)beta,
+                         .a = a,
+                         .b = b,
+                         .c = d};
+  accel_rocm_u32_t bt = 0;
+  if (fakehip_blas_dtype(a_type, &g.ab_dtype) != 0 ||
+      fakehip_blas_dtype(b_type, &bt) != 0 || bt != g.ab_dtype ||
+      fakehip_blas_dtype(c_type, &g.c_dtype) != 0 || c_type != d_type ||
+      c != d || ldc != ldd || compute_type != 151 || m < 0 || n < 0 || k < 0 ||
+      (trans_a != 111 && trans_a != 112) ||
+      (trans_b != 111 && trans_b != 112)) {
+    return 2;  // rocblas_status_not_implemented
+  }
+  fakehip_task_t* t = fakehip_task(FAKEHIP_CALL);
+  if (t == NULL || (t->params[0] = malloc(sizeof(g))) == NULL) {
+    free(t);
+    return 5;
+  }
+  memcpy(t->params[0], &g, sizeof(g));
+  t->call = fakehip_gemm_ex_run;
+  fakehip_submit(((fakehip_blas_t*)handle)->stream, t);
+  return 0;
+}
