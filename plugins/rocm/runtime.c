@@ -141,6 +141,7 @@ accel_status_t accel_rocm_runtime_open(const accel_host_t* host,
   // says hipErrorInvalidDevice instead). plugin.h: a working runtime with
   // no device is OK with 0 devices.
   int count = 0;
+  rt->started = true;
   hipError_t err = rt->hipGetDeviceCount(&count);
   if (err == hipSuccess && count > 0) err = rt->hipInit(0);
   if (err == hipErrorNoDevice) {
@@ -172,6 +173,16 @@ fail:
 }
 
 void accel_rocm_runtime_close(accel_rocm_runtime_t* rt) {
+  // Once the HIP runtime has initialised, its threads, atexit handlers and
+  // static allocations outlive any unload we could ask for (unloading and
+  // reloading it leaks them at every cycle), so it stays mapped, as the
+  // CUDA plugin keeps libcuda. Only a runtime that never started is
+  // closed. Reopening finds the same mapping.
+  if (rt->started) {
+    rt->rtc_handle = NULL;
+    rt->handle = NULL;
+    return;
+  }
   if (rt->rtc_handle != NULL) dlclose(rt->rtc_handle);
   if (rt->handle != NULL) dlclose(rt->handle);
   rt->rtc_handle = NULL;

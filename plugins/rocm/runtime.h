@@ -101,6 +101,9 @@ typedef hipError_t (*accel_rocm_props_fn_t)(hipDeviceProp_t* props, int device);
 typedef struct accel_rocm_runtime {
   void* handle;      // of the HIP runtime
   void* rtc_handle;  // of a separate libhiprtc, or NULL
+  // The runtime's initialisation has run (hipGetDeviceCount was called):
+  // from then on it is never dlclosed, see accel_rocm_runtime_close().
+  bool started;
   char path[ACCEL_ROCM_MESSAGE_SIZE];
   int version;         // hipRuntimeGetVersion
   int driver_version;  // hipDriverGetVersion
