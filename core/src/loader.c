@@ -293,6 +293,26 @@ static bool accel__name_valid(const char* name) {
   return strcmp(name, "auto") != 0;
 }
 
+// Copies a plugin table of `src_size` bytes into the core's zeroed,
+// full-size `dst` (entries the plugin predates stay NULL for the defaults),
+// or records why it is too small. Every table starts with struct_size,
+// which the copy sets to the core's size.
+static bool accel__table_copy(accel__plugin_t* plugin, const char* what,
+                              void* dst, size_t dst_size, const void* src,
+                              uint32_t src_size, size_t min_size) {
+  if (src_size < min_size) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "%s is %u bytes, below the ABI 1.0 minimum of %zu", what,
+                      src_size, min_size);
+    return false;
+  }
+  memset(dst, 0, dst_size);
+  memcpy(dst, src, src_size < dst_size ? src_size : dst_size);
+  uint32_t size = (uint32_t)dst_size;
+  memcpy(dst, &size, sizeof(size));
+  return true;
+}
+
 // Checks the descriptor and copies it and its ops into `plugin`, filling
 // optional entries with core defaults, so call sites never test for NULL
 // or versions.
@@ -313,18 +333,11 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
                       desc->abi_version, ACCEL_PLUGIN_ABI_VERSION);
     return false;
   }
-  if (desc->struct_size < ACCEL_PLUGIN_MIN_SIZE) {
-    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
-                      "accel_plugin_t is %u bytes, below the ABI 1.0 minimum "
-                      "of %zu",
-                      desc->struct_size, (size_t)ACCEL_PLUGIN_MIN_SIZE);
+  if (!accel__table_copy(plugin, "accel_plugin_t", &plugin->desc,
+                         sizeof(plugin->desc), desc, desc->struct_size,
+                         ACCEL_PLUGIN_MIN_SIZE)) {
     return false;
   }
-  memset(&plugin->desc, 0, sizeof(plugin->desc));
-  memcpy(&plugin->desc, desc,
-         desc->struct_size < sizeof(plugin->desc) ? desc->struct_size
-                                                  : sizeof(plugin->desc));
-  plugin->desc.struct_size = sizeof(plugin->desc);
   desc = &plugin->desc;
 
   if (!accel__name_valid(desc->name)) {
@@ -354,18 +367,11 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
     return false;
   }
   const accel_device_ops_t* ops = desc->device_ops;
-  if (ops->struct_size < ACCEL_DEVICE_OPS_MIN_SIZE) {
-    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
-                      "device_ops is %u bytes, below the ABI 1.0 minimum of "
-                      "%zu",
-                      ops->struct_size, (size_t)ACCEL_DEVICE_OPS_MIN_SIZE);
+  if (!accel__table_copy(plugin, "device_ops", &plugin->ops,
+                         sizeof(plugin->ops), ops, ops->struct_size,
+                         ACCEL_DEVICE_OPS_MIN_SIZE)) {
     return false;
   }
-  memset(&plugin->ops, 0, sizeof(plugin->ops));
-  memcpy(&plugin->ops, ops,
-         ops->struct_size < sizeof(plugin->ops) ? ops->struct_size
-                                                : sizeof(plugin->ops));
-  plugin->ops.struct_size = sizeof(plugin->ops);
   accel_device_ops_t* o = &plugin->ops;
 
   missing = accel__missing(
