@@ -5,14 +5,16 @@
 // compared with memcpy between two ordinary allocations, a GEMM with
 // cblas_sgemm of the plugin's BLAS (suite_gemm.c), an elementwise op with
 // a plain C loop (loops.c) and a launch with a direct call of the kernel
-// (suite_launch.c); on CUDA they will be raw cuMemcpy*Async, cuBLAS and
-// cuLaunchKernel, written against the CUDA plugin (issue 6) once it has
-// landed. Until then the row says so, and the results show "not
-// available" rather than a stand-in.
+// (suite_launch.c); on CUDA they are raw cuMemcpy*Async, cublasGemmEx
+// and cuLaunchKernel of cuda_raw.c, which opens libcuda and cuBLAS itself.
+// Where that cannot be done (no driver, a build without the CUDA toolkit)
+// the results say "baseline not available: <reason>" rather than show a
+// stand-in.
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
+#include "cuda_raw.h"
 
 // Both ends of a CPU "device" copy: two 64-byte-aligned allocations, like
 // the CPU plugin's.
@@ -21,7 +23,8 @@ typedef struct bench_memcpy_state {
   unsigned char* b;
 } bench_memcpy_state_t;
 
-static bool bench_memcpy_open(size_t size, void** out_state) {
+static bool bench_memcpy_open(bench_ctx_t* ctx, size_t size, void** out_state) {
+  (void)ctx;
   *out_state = NULL;
   size_t rounded = (size + 63) & ~(size_t)63;
   bench_memcpy_state_t* s = calloc(1, sizeof(*s));
@@ -41,11 +44,14 @@ static bool bench_memcpy_open(size_t size, void** out_state) {
   return true;
 }
 
-static bool bench_memcpy_run(void* state, bench_copy_kind_t kind, void* host,
-                             size_t size, uint64_t iters, bool async) {
+static bool bench_memcpy_run(void* state, bench_copy_kind_t kind, bool pinned,
+                             void* host, size_t size, uint64_t iters,
+                             bool async) {
   // There is no asynchronous memcpy; the CPU plugin's stream copies are
-  // memcpy on a worker thread, so plain memcpy is their baseline too.
+  // memcpy on a worker thread, so plain memcpy is their baseline too. The
+  // suite's host buffer is used whether it is pinned or not.
   (void)async;
+  (void)pinned;
   bench_memcpy_state_t* s = state;
   for (uint64_t i = 0; i < iters; ++i) {
     switch (kind) {
@@ -78,7 +84,8 @@ static const bench_copy_baseline_t bench_memcpy_baseline = {
     .close = bench_memcpy_close,
 };
 
-#define BENCH_NO_CUDA "not available (raw CUDA baseline not written yet)"
+#define BENCH_NO_CUDA_ELEMENTWISE \
+  "not available (no raw CUDA elementwise kernels written yet)"
 #define BENCH_NO_HIP "not available (raw HIP baseline not written yet)"
 #define BENCH_NO_BASELINE "not available (no baseline known for this backend)"
 
@@ -91,15 +98,14 @@ static const bench_baselines_t bench_baselines_table[] = {
         .launch = "direct call",
     },
     {
-        // TODO(#6): raw cuMemcpyHtoDAsync/DtoHAsync/DtoDAsync on
-        // cuMemAlloc'ed memory and cuMemHostAlloc'ed pinned memory,
-        // cublasGemmEx with the same math mode, raw cuLaunchKernel of the
-        // same empty kernel.
+        // cuda_raw.c; each suite reports "not available: <reason>" when
+        // the raw driver or cuBLAS cannot be opened.
         .backend = "cuda",
-        .copy_missing = BENCH_NO_CUDA,
-        .gemm_missing = BENCH_NO_CUDA,
-        .elementwise_missing = BENCH_NO_CUDA,
-        .launch_missing = BENCH_NO_CUDA,
+        .copy = &bench_cuda_copy_baseline,
+        .gemm = "cublasGemmEx",
+        .elementwise_missing = BENCH_NO_CUDA_ELEMENTWISE,
+        .launch = "cuLaunchKernel",
+        .alloc = "cuMemAlloc+cuMemFree",
     },
     {
         // TODO(#7): raw hipMemcpyAsync, hipBLAS, hipModuleLaunchKernel.

@@ -154,6 +154,7 @@ typedef enum bench_mode {
 } bench_mode_t;
 
 typedef struct bench_direct bench_direct_t;
+typedef struct bench_cuda bench_cuda_t;  // cuda_raw.h
 
 typedef struct bench_ctx {
   bench_mode_t mode;
@@ -167,6 +168,9 @@ typedef struct bench_ctx {
   bench_direct_t* direct;  // the plugin loaded directly, on first use
   bool direct_failed;      // loading it failed; `direct_error` says why
   char direct_error[256];
+  bench_cuda_t* cuda;  // raw CUDA baselines, on first use (cuda_raw.h)
+  bool cuda_tried;     // opening it was tried; on failure `cuda_error`
+  char cuda_error[256];
   bench_result_t* results;
   size_t result_count;
   size_t result_capacity;
@@ -267,14 +271,16 @@ typedef enum bench_copy_kind {
 // The vendor's own copy routine, run on memory the baseline allocates
 // itself (device memory from the vendor runtime, not from accel).
 typedef struct bench_copy_baseline {
-  const char* name;  // "memcpy", "cuMemcpy"
-  // Allocates the device-side memory for copies of `size` bytes.
-  bool (*open)(size_t size, void** out_state);
-  // Copies `size` bytes `iters` times in direction `kind` between the
-  // suite's `host` buffer (pageable or pinned) and the baseline's memory.
+  const char* name;  // "memcpy", "cuMemcpy*Async"
+  // Allocates the device-side memory for copies of `size` bytes (and the
+  // host side, for a baseline that uses its own host memory).
+  bool (*open)(bench_ctx_t* ctx, size_t size, void** out_state);
+  // Copies `size` bytes `iters` times in direction `kind` between host
+  // memory (`pinned` or pageable: the suite's `host` buffer, or the
+  // baseline's own of that kind) and the baseline's device memory.
   // `async`: enqueue on a stream and wait once at the end.
-  bool (*run)(void* state, bench_copy_kind_t kind, void* host, size_t size,
-              uint64_t iters, bool async);
+  bool (*run)(void* state, bench_copy_kind_t kind, bool pinned, void* host,
+              size_t size, uint64_t iters, bool async);
   void (*close)(void* state);
 } bench_copy_baseline_t;
 
@@ -293,9 +299,13 @@ typedef struct bench_baselines {
   const char* elementwise;
   const char* elementwise_missing;
   // Launch: the kernel function called directly through dlsym on the CPU
-  // (suite_launch.c); raw cuLaunchKernel on CUDA once it exists.
+  // (suite_launch.c); raw cuLaunchKernel on CUDA (cuda_raw.c).
   const char* launch;
   const char* launch_missing;
+  // Alloc: a second baseline beside the plugin's own mem_alloc+mem_free,
+  // the vendor allocator called raw (cuMemAlloc+cuMemFree on CUDA); NULL
+  // where the plugin's entries are the vendor call (the CPU).
+  const char* alloc;
 } bench_baselines_t;
 
 // The baselines for `backend` ("cpu"); never NULL: an unknown backend gets

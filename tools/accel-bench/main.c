@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cuda_raw.h"
 
 static const char bench_usage[] =
     "Usage: accel-bench [OPTIONS]\n"
@@ -184,6 +185,13 @@ static void bench_list(FILE* out) {
     fprintf(out, "\n  %-12s sizes: %s; %s\n", "", s->sizes_quick,
             s->sizes_full);
   }
+  // Whether the raw CUDA baselines (cuda_raw.c) can run here: this opens
+  // libcuda and device 0, as `--device cuda:0` would.
+  char why[256];
+  bench_cuda_t* cu = bench_cuda_open(0, why, sizeof(why));
+  fprintf(out, "Raw CUDA baselines (cuda:0): %s%s\n",
+          cu != NULL ? "available" : "not available: ", cu != NULL ? "" : why);
+  bench_cuda_close(cu);
 }
 
 // The first "model name" (x86) or "Processor"/"cpu model" line of
@@ -271,6 +279,7 @@ static int bench_run(const bench_args_t* args, bench_ctx_t* ctx,
     if (bench_suites[i]->run != NULL) bench_suites[i]->run(ctx);
   }
   bench_direct_close(ctx);
+  bench_cuda_release(ctx);
   bench_progress(ctx, NULL, NULL);
   // Again, for what the suites loaded: the CPU plugin names its BLAS in
   // `features` only after the first GEMM. Kept as it was on failure.

@@ -6,17 +6,21 @@
 // caching allocator serves from its cache, so once the core has one (issue
 // 4) the accel side measures a cache hit (DESIGN "Budgets": <= 100 ns per
 // pair); before that it measures the core's uncached path. Nothing here
-// depends on which.
+// depends on which. Where the backend has a raw vendor allocator below
+// the plugin (CUDA: cuMemAlloc + cuMemFree, cuda_raw.c), a second row
+// "pair_raw" compares the same accel timings with it, all three sides
+// measured interleaved.
 #include <accel/plugin.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "bench.h"
+#include "cuda_raw.h"
 
 // Cache-hit budget for one alloc + free pair, in ns.
 #define BENCH_ALLOC_BUDGET_NS 100.0
 
-static const char* const bench_alloc_cases[] = {"pair", NULL};
+static const char* const bench_alloc_cases[] = {"pair", "pair_raw", NULL};
 
 typedef struct bench_alloc {
   accel_device_t* device;
@@ -61,6 +65,8 @@ static void bench_alloc_run(bench_ctx_t* ctx) {
                           : ctx->mode == BENCH_MODE_SMOKE ? smoke
                                                           : quick;
   bench_alloc_t b = {.device = ctx->device};
+  const bench_baselines_t* bl =
+      bench_baselines_find(accel_device_backend(ctx->device));
   for (size_t i = 0; sizes[i] != 0; ++i) {
     char label[32];
     char name[64];
@@ -69,27 +75,62 @@ static void bench_alloc_run(bench_ctx_t* ctx) {
     if (!bench_wanted(ctx, "alloc", name)) continue;
     bench_result_t* r = bench_add(ctx, "alloc", "pair");
     if (r == NULL) return;
+    size_t row = ctx->result_count - 1;
     r->size = sizes[i];
     r->unit = "ns";
     r->budget = BENCH_BUDGET_MAX_ABS;
     r->budget_value = BENCH_ALLOC_BUDGET_NS;
     snprintf(r->baseline_name, sizeof(r->baseline_name), "plugin direct");
+    // The raw vendor row, on backends that have one (see baseline.c).
+    size_t raw_row = SIZE_MAX;
+    bench_cuda_alloc_t raw = {.size = (size_t)sizes[i]};
+    if (bl->alloc != NULL) {
+      bench_result_t* q = bench_add(ctx, "alloc", "pair_raw");
+      if (q == NULL) return;
+      raw_row = ctx->result_count - 1;
+      r = &ctx->results[row];
+      *q = *r;
+      snprintf(q->name, sizeof(q->name), "pair_raw");
+      snprintf(q->baseline_name, sizeof(q->baseline_name), "%s", bl->alloc);
+      raw.cu = bench_cuda_get(ctx);
+      if (raw.cu == NULL) {
+        snprintf(q->note, sizeof(q->note), "baseline not available: %.160s",
+                 ctx->cuda_error);
+      }
+    }
     bench_direct_t* direct = bench_direct_get(ctx);
     if (direct == NULL) {
       bench_result_fail(ctx, r, ctx->direct_error);
+      if (raw_row != SIZE_MAX) {
+        bench_result_fail(ctx, &ctx->results[raw_row], ctx->direct_error);
+      }
       continue;
     }
     b.ops = bench_direct_ops(direct);
     b.direct_device = bench_direct_device(direct);
     b.size = (size_t)sizes[i];
     bench_progress(ctx, "alloc", label);
-    bench_variant_t a = {bench_accel_alloc, &b};
-    bench_variant_t d = {bench_direct_alloc, &b};
-    if (!bench_measure(&ctx->plan, a, d, &r->accel, &r->baseline)) {
+    bench_variant_t v[3] = {
+        {bench_accel_alloc, &b},
+        {bench_direct_alloc, &b},
+        {raw.cu != NULL ? bench_cuda_alloc_pair : NULL, &raw}};
+    bench_timing_t t[3];
+    bool ok = bench_measure_n(&ctx->plan, raw_row != SIZE_MAX ? 3 : 2, v, t);
+    r = &ctx->results[row];
+    bench_result_t* q = raw_row != SIZE_MAX ? &ctx->results[raw_row] : NULL;
+    if (!ok) {
       bench_result_fail(ctx, r, NULL);
+      if (q != NULL) bench_result_fail(ctx, q, NULL);
       continue;
     }
+    r->accel = t[0];
+    r->baseline = t[1];
     r->has_baseline = true;
+    if (q != NULL) {
+      q->accel = t[0];
+      q->baseline = t[2];
+      q->has_baseline = raw.cu != NULL;
+    }
   }
 }
 
@@ -97,7 +138,8 @@ const bench_suite_t bench_suite_alloc = {
     .name = "alloc",
     .summary =
         "accel_buffer_create+release vs raw plugin mem_alloc+mem_free "
-        "(ns/pair; budget <= 100 ns once cached, issue 4)",
+        "(and cuMemAlloc+cuMemFree on CUDA: pair_raw) (ns/pair; budget "
+        "<= 100 ns once cached, issue 4)",
     .cases = bench_alloc_cases,
     .sizes_quick = "256 B, 4 KiB, 1 MiB",
     .sizes_full = "256 B .. 256 MiB",

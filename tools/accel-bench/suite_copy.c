@@ -121,8 +121,8 @@ static bool bench_accel_copy(void* user, uint64_t iters) {
 
 static bool bench_baseline_copy(void* user, uint64_t iters) {
   bench_copy_t* b = user;
-  return b->baseline->run(b->baseline_state, b->c->kind, bench_copy_host(b),
-                          b->size, iters, b->c->async);
+  return b->baseline->run(b->baseline_state, b->c->kind, b->c->pinned,
+                          bench_copy_host(b), b->size, iters, b->c->async);
 }
 
 // Converts a timing in ns per copy of `size` bytes to GB/s: the slowest
@@ -168,7 +168,7 @@ static bool bench_copy_alloc(bench_ctx_t* ctx, bench_copy_t* b, size_t size,
   if (s != ACCEL_OK) {
     return bench_fail("%s (%zu bytes): %s", what, size, accel_last_error());
   }
-  if (baseline != NULL && !baseline->open(size, &b->baseline_state)) {
+  if (baseline != NULL && !baseline->open(ctx, size, &b->baseline_state)) {
     b->baseline_state = NULL;
     return false;
   }

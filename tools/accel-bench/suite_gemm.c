@@ -16,6 +16,13 @@
 // panels of A and B to f32 and calls sgemm, so their baseline is sgemm on
 // f32 copies of the same values and the ratio is the conversion's cost.
 // dladdr() (the file the BLAS was loaded from) is a GNU/BSD extension.
+//
+// On CUDA the baseline is cublasGemmEx called directly (cuda_raw.c) on
+// raw cuMemAlloc buffers holding the same values in the same dtype, with
+// the plugin's arguments (swapped operands for row-major, CUBLAS_COMPUTE_
+// 32F or 32F_FAST_TF32, a workspace of the plugin's size), one product and
+// one cuStreamSynchronize per iteration as on the accel side. Sizes on a
+// GPU: 1024 and 4096 (quick), 4096 and 8192 (--full).
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE 1
 #endif
@@ -26,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cuda_raw.h"
 
 #define BENCH_GEMM_BUDGET_CPU 0.90
 #define BENCH_GEMM_BUDGET_GPU 0.98
@@ -76,6 +84,7 @@ typedef struct bench_gemm {
   float* a;               // the baseline's f32 copies
   float* b;
   float* c;
+  bench_cuda_gemm_t* raw;  // CUDA: the cuBLAS side
 } bench_gemm_t;
 
 static bool bench_accel_gemm(void* user, uint64_t iters) {
@@ -202,6 +211,7 @@ static bench_blas_t* bench_blas_open(bench_ctx_t* ctx) {
 }
 
 static void bench_gemm_free(bench_gemm_t* g) {
+  bench_cuda_gemm_close(g->raw);
   accel_stream_release(g->stream);
   accel_buffer_release(g->gemm.a);
   accel_buffer_release(g->gemm.b);
@@ -294,7 +304,32 @@ typedef struct bench_gemm_suite {
   bench_blas_t* blas;  // CPU: opened at the first case that needs it
   bool blas_tried;
   char blas_error[160];
+  bench_cuda_t* cuda;  // CUDA: the raw driver and cuBLAS
 } bench_gemm_suite_t;
+
+static bool bench_gemm_is_cuda(const bench_gemm_suite_t* s) {
+  return strcmp(s->baselines->backend, "cuda") == 0;
+}
+
+// The CUDA side of bench_gemm_baseline().
+static bool bench_gemm_baseline_cuda(bench_gemm_suite_t* s, bench_result_t* r) {
+  char why[256];
+  const char* blas = NULL;
+  s->cuda = bench_cuda_get(s->ctx);
+  if (s->cuda == NULL) {
+    snprintf(why, sizeof(why), "%s", s->ctx->cuda_error);
+  } else {
+    blas = bench_cuda_blas_name(s->cuda, why, sizeof(why));
+  }
+  if (blas == NULL) {
+    snprintf(r->note, sizeof(r->note), "baseline not available: %.160s", why);
+    return false;
+  }
+  snprintf(r->baseline_name, sizeof(r->baseline_name), "%s",
+           s->baselines->gemm);
+  snprintf(r->note, sizeof(r->note), "%s", blas);
+  return true;
+}
 
 // Fills in the baseline side of `r` for `c`; returns whether it runs.
 static bool bench_gemm_baseline(bench_gemm_suite_t* s,
@@ -304,6 +339,7 @@ static bool bench_gemm_baseline(bench_gemm_suite_t* s,
              s->baselines->gemm_missing);
     return false;
   }
+  if (bench_gemm_is_cuda(s)) return bench_gemm_baseline_cuda(s, r);
   if (!s->blas_tried) {
     s->blas_tried = true;
     s->blas = bench_blas_open(s->ctx);
@@ -367,6 +403,16 @@ static void bench_gemm_case(bench_gemm_suite_t* s, const bench_gemm_case_t* c,
   }
   bench_variant_t a = {bench_accel_gemm, &g};
   bench_variant_t b = {has_base ? bench_baseline_gemm : NULL, &g};
+  if (has_base && bench_gemm_is_cuda(s)) {
+    g.raw = bench_cuda_gemm_open(s->cuda, c->dtype, c->tf32, n, g.a, g.b);
+    if (g.raw == NULL) {
+      snprintf(r->note, sizeof(r->note), "baseline not available: %.160s",
+               bench_failure());
+      has_base = false;
+    }
+    b.run = has_base ? bench_cuda_gemm_run : NULL;
+    b.user = g.raw;
+  }
   // A product of 2048^3 and up lasts longer than a trial: a few suffice.
   bench_plan_t plan = ctx->plan;
   if (plan.min_trials > 3) plan.min_trials = 3;
@@ -409,14 +455,20 @@ static void bench_gemm_run(bench_ctx_t* ctx) {
       continue;
     }
     size_t lo = 512, hi = 2048;
+    size_t step = 2;
     if (ctx->mode == BENCH_MODE_SMOKE) {
       lo = hi = 128;
+    } else if (!cpu) {
+      // A GPU: where the vendor library reaches its peak.
+      lo = ctx->mode == BENCH_MODE_FULL ? 4096 : 1024;
+      hi = ctx->mode == BENCH_MODE_FULL ? 8192 : 4096;
+      step = hi / lo;
     } else if (ctx->mode == BENCH_MODE_FULL) {
       hi = 8192;
     } else if (c->dtype != ACCEL_DTYPE_F32) {
       lo = hi = 1024;  // quick: one size per half dtype
     }
-    for (size_t n = lo; n <= hi; n *= 2) {
+    for (size_t n = lo; n <= hi; n *= step) {
       // 8192^3 takes ~10 s per product on a small CPU: only when asked.
       bool skip_big = cpu && n > 4096 && ctx->filter_count == 0;
       bench_gemm_case(&s, c, n, skip_big);
@@ -431,7 +483,11 @@ const bench_suite_t bench_suite_gemm = {
         "accel_op_gemm + sync vs the direct BLAS call (GFLOP/s; budget >= "
         "90% CPU, >= 98% CUDA)",
     .cases = bench_gemm_case_names,
-    .sizes_quick = "f32 512, 1024, 2048; f16, bf16 1024",
-    .sizes_full = "512 .. 8192 (8192 on CPUs only with --filter)",
+    .sizes_quick =
+        "CPU: f32 512, 1024, 2048; f16, bf16 1024; GPU: 1024, "
+        "4096",
+    .sizes_full =
+        "CPU: 512 .. 8192 (8192 only with --filter); GPU: 4096, "
+        "8192",
     .run = bench_gemm_run,
 };

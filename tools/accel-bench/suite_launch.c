@@ -10,7 +10,10 @@
 // is the kernel function itself, found with dlsym() in the same module
 // file and called on the host, so the difference is everything accel and
 // the plugin add (argument packing, the queue, waking a pool thread). On
-// CUDA it will be raw cuLaunchKernel (issue 6).
+// CUDA the kernel is kernels/empty.cu, embedded as a fatbin: the accel
+// side loads it with accel_module_create, the baseline with
+// cuModuleLoadData and launches it with raw cuLaunchKernel on a stream of
+// its own (cuda_raw.c).
 //
 // The module is looked up, as accel-conform does for its kernels, under
 // share/accel/bench beside the installed bin/, then in bench/ next to the
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "cuda_raw.h"
 
 #define BENCH_LAUNCH_BUDGET_US 0.5
 #define BENCH_LAUNCH_BATCH 4096u
@@ -34,6 +38,12 @@
 #define ACCEL_BENCH_DATADIR_REL "../share/accel/bench"
 #endif
 
+#if defined(ACCEL_BENCH_CUDA_FATBIN)
+// kernels/empty.cu, embedded by cmake/AccelEmbed.cmake.
+extern const unsigned char accel_bench_empty_fatbin[];
+extern const size_t accel_bench_empty_fatbin_size;
+#endif
+
 static const char* const bench_launch_case_names[] = {"latency", "throughput",
                                                       NULL};
 
@@ -44,6 +54,7 @@ typedef struct bench_launch {
   void* handle;  // the module opened directly, for the baseline
   accel_cpu_kernel_fn_t fn;
   accel_cpu_kernel_ctx_t kctx;
+  bench_cuda_kernel_t* raw;  // CUDA: the same kernel loaded raw
 } bench_launch_t;
 
 static bool bench_launch_sync(bench_launch_t* l) {
@@ -87,9 +98,35 @@ static bool bench_direct_launch(void* user, uint64_t iters) {
   return true;
 }
 
+static bool bench_raw_latency(void* user, uint64_t iters) {
+  bench_launch_t* l = user;
+  return bench_cuda_launch_latency(l->raw, iters);
+}
+
+static bool bench_raw_throughput(void* user, uint64_t iters) {
+  bench_launch_t* l = user;
+  return bench_cuda_launch_throughput(l->raw, iters, BENCH_LAUNCH_BATCH);
+}
+
+// Whether the device is a CUDA one (its kernel is embedded, not a file).
+static bool bench_launch_is_cuda(const bench_ctx_t* ctx) {
+  return strcmp(accel_device_backend(ctx->device), "cuda") == 0;
+}
+
 // Finds the empty kernel for this device; false with `why` when none.
 static bool bench_launch_module_path(const bench_ctx_t* ctx, char* path,
                                      size_t size, char* why, size_t why_size) {
+  if (bench_launch_is_cuda(ctx)) {
+#if defined(ACCEL_BENCH_CUDA_FATBIN)
+    snprintf(path, size, "kernels/empty.cu (embedded fatbin)");
+    return true;
+#else
+    snprintf(why, why_size,
+             "skipped: accel-bench was built without nvcc, so it has no "
+             "empty CUDA kernel");
+    return false;
+#endif
+  }
   if (ctx->info.type != ACCEL_DEVICE_TYPE_CPU) {
     snprintf(why, why_size,
              "skipped: no empty kernel for %s (module target \"%s\") in "
@@ -113,13 +150,22 @@ static bool bench_launch_open(bench_ctx_t* ctx, bench_launch_t* l,
   memset(l, 0, sizeof(*l));
   accel_launch_config_init(&l->config);
   accel_module_t* module = NULL;
-  accel_status_t s = accel_module_create_from_file(ctx->device, path, &module);
+  accel_status_t s = ACCEL_OK;
+#if defined(ACCEL_BENCH_CUDA_FATBIN)
+  if (bench_launch_is_cuda(ctx)) {
+    s = accel_module_create(ctx->device, accel_bench_empty_fatbin,
+                            accel_bench_empty_fatbin_size, &module);
+  } else
+#endif
+  {
+    s = accel_module_create_from_file(ctx->device, path, &module);
+  }
   if (s == ACCEL_OK)
     s = accel_kernel_create(module, BENCH_LAUNCH_KERNEL, &l->kernel);
   accel_module_release(module);  // the kernel keeps it alive
   if (s == ACCEL_OK) s = accel_stream_create(ctx->device, 0, &l->stream);
   if (s != ACCEL_OK) return bench_fail("%s: %s", path, accel_last_error());
-  if (!direct) return true;
+  if (!direct || bench_launch_is_cuda(ctx)) return true;
   l->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   void* sym = l->handle != NULL ? dlsym(l->handle, BENCH_LAUNCH_KERNEL) : NULL;
   if (sym == NULL) return bench_fail("dlopen %s: %s", path, dlerror());
@@ -130,16 +176,38 @@ static bool bench_launch_open(bench_ctx_t* ctx, bench_launch_t* l,
   return true;
 }
 
+// CUDA: loads the same embedded kernel raw into l->raw; on failure leaves
+// it NULL with the reason in `why`.
+static void bench_launch_open_raw(bench_ctx_t* ctx, bench_launch_t* l,
+                                  char* why, size_t why_size) {
+#if defined(ACCEL_BENCH_CUDA_FATBIN)
+  bench_cuda_t* cu = bench_cuda_get(ctx);
+  if (cu == NULL) {
+    snprintf(why, why_size, "%s", ctx->cuda_error);
+    return;
+  }
+  l->raw =
+      bench_cuda_kernel_open(cu, accel_bench_empty_fatbin, BENCH_LAUNCH_KERNEL);
+  if (l->raw == NULL) snprintf(why, why_size, "%s", bench_failure());
+#else
+  (void)ctx, (void)l;
+  snprintf(why, why_size, "no embedded CUDA kernel");
+#endif
+}
+
 static void bench_launch_close(bench_launch_t* l) {
   accel_stream_release(l->stream);
   accel_kernel_release(l->kernel);
   if (l->handle != NULL) dlclose(l->handle);
+  bench_cuda_kernel_close(l->raw);
   memset(l, 0, sizeof(*l));
 }
 
 static void bench_launch_run(bench_ctx_t* ctx) {
   static const bench_run_fn_t accel_fns[2] = {bench_accel_latency,
                                               bench_accel_throughput};
+  static const bench_run_fn_t raw_fns[2] = {bench_raw_latency,
+                                            bench_raw_throughput};
   // Indices, not pointers: bench_add() may move the results.
   size_t row[2] = {SIZE_MAX, SIZE_MAX};
   for (int k = 0; k < 2; ++k) {
@@ -174,6 +242,10 @@ static void bench_launch_run(bench_ctx_t* ctx) {
     snprintf(why, sizeof(why), "%s", bench_failure());
     ok = false;
   }
+  // CUDA: the raw side, or why there is none.
+  bool cuda = bench_launch_is_cuda(ctx);
+  char raw_why[224] = "";
+  if (ok && cuda) bench_launch_open_raw(ctx, &l, raw_why, sizeof(raw_why));
   for (int k = 0; k < 2; ++k) {
     bench_result_t* r = rows[k];
     if (r == NULL) continue;
@@ -189,9 +261,13 @@ static void bench_launch_run(bench_ctx_t* ctx) {
     bench_progress(ctx, "launch", r->name);
     bench_variant_t a = {accel_fns[k], &l};
     bench_variant_t b = {bl->launch != NULL ? bench_direct_launch : NULL, &l};
+    if (cuda) b.run = l.raw != NULL ? raw_fns[k] : NULL;
     if (b.run != NULL) {
-      snprintf(r->baseline_name, sizeof(r->baseline_name), "%s (dlsym)",
-               bl->launch);
+      snprintf(r->baseline_name, sizeof(r->baseline_name), "%s%s", bl->launch,
+               cuda ? "" : " (dlsym)");
+    } else if (cuda && bl->launch != NULL) {
+      snprintf(r->note, sizeof(r->note), "baseline not available: %.160s",
+               raw_why);
     } else {
       snprintf(r->note, sizeof(r->note), "baseline %s", bl->launch_missing);
     }
