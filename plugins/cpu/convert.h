@@ -1,19 +1,26 @@
 // SPDX-License-Identifier: MIT
 //
 // Scalar conversions between f32, f16, bf16, i32 and double for the CPU
-// plugin's kernels. Everything is static inline and branch-light so the
-// loops in kernels.c and convert.c vectorise; bit casts go through memcpy,
-// which compilers turn into register moves.
+// plugin's kernels. Everything is static inline so the loops in kernels.c
+// and convert.c vectorise; bit casts go through memcpy, which compilers
+// turn into register moves.
 //
 // Semantics (plugin.h): float results round to nearest even, overflow
 // gives infinity, NaN stays NaN; float to i32 truncates toward zero and
-// saturates, NaN gives 0. The f16 routines are the well-known exact
-// formulations from Maratyszcza's FP16 library (MIT): they use f32
-// arithmetic to do the rounding and need no FTZ/DAZ, which this plugin
-// never sets.
+// saturates, NaN gives 0. Rounding to f16 and bf16 and the i32
+// conversions are the SDK's (<accel/plugin_dtype.h>), so the plugin
+// rounds exactly as the core's rules and accel-conform do.
+//
+// f16 to f32 stays this plugin's own exact formulation, from Maratyszcza's
+// FP16 library (MIT): it uses f32 arithmetic (no FTZ/DAZ, which this
+// plugin never sets) and so, like the F16C and AVX-512 conversions in
+// convert.c, it returns a signalling f16 NaN as a quiet f32 NaN, where
+// accel_plugin_f16_to_f32 keeps it signalling. Every other input gives
+// the same bits.
 #ifndef ACCEL_PLUGINS_CPU_CONVERT_H_
 #define ACCEL_PLUGINS_CPU_CONVERT_H_
 
+#include <accel/plugin_dtype.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -46,48 +53,25 @@ static inline float accel_cpu_f16_to_f32(uint16_t h) {
 }
 
 static inline uint16_t accel_cpu_f32_to_f16(float f) {
-  // Scaling up then down lets the FPU round the mantissa to 10 bits at the
-  // right exponent (nearest even), including into the subnormal range.
-  float a = f < 0 ? -f : f;
-  float base = (a * 0x1.0p+112f) * 0x1.0p-110f;
-  uint32_t w = accel_cpu_f32_bits(f);
-  uint32_t shl1_w = w + w;
-  uint32_t sign = w & 0x80000000u;
-  uint32_t bias = shl1_w & 0xFF000000u;
-  if (bias < 0x71000000u) bias = 0x71000000u;
-  base = accel_cpu_f32_from_bits((bias >> 1) + 0x07800000u) + base;
-  uint32_t bits = accel_cpu_f32_bits(base);
-  uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
-  uint32_t mantissa_bits = bits & 0x00000FFFu;
-  uint32_t nonsign = exp_bits + mantissa_bits;
-  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+  return accel_plugin_f32_to_f16(f);
 }
 
 static inline float accel_cpu_bf16_to_f32(uint16_t h) {
-  return accel_cpu_f32_from_bits((uint32_t)h << 16);
+  return accel_plugin_bf16_to_f32(h);
 }
 
 static inline uint16_t accel_cpu_f32_to_bf16(float f) {
-  uint32_t u = accel_cpu_f32_bits(f);
-  // NaN: keep sign and top payload bits, force quiet so it stays a NaN.
-  uint32_t nan = (u >> 16) | 0x0040u;
-  uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-  return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+  return accel_plugin_f32_to_bf16(f);
 }
 
-// Truncates toward zero and saturates; NaN gives 0.
+// Truncates toward zero and saturates; NaN gives 0. Every f32 is exact as
+// a double.
 static inline int32_t accel_cpu_f32_to_i32(float f) {
-  if (f != f) return 0;
-  if (f >= 2147483648.0f) return INT32_MAX;
-  if (f <= -2147483648.0f) return INT32_MIN;
-  return (int32_t)f;
+  return accel_plugin_f64_to_i32_sat((double)f);
 }
 
 static inline int32_t accel_cpu_f64_to_i32(double d) {
-  if (d != d) return 0;
-  if (d >= 2147483647.0) return INT32_MAX;
-  if (d <= -2147483648.0) return INT32_MIN;
-  return (int32_t)d;
+  return accel_plugin_f64_to_i32_sat(d);
 }
 
 // Rounds `d` to f32 "to odd": truncate, then set the last bit if anything

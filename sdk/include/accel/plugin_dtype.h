@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+//
+// Scalar element conversions with the numeric rules of the plugin ABI
+// (<accel/plugin.h>): float results round to nearest even, overflow gives
+// infinity, NaN stays NaN; float to i32 truncates toward zero and
+// saturates, NaN gives 0. The template plugin, accel-conform's host
+// reference and the CPU plugin use these, so a plugin that uses them too
+// rounds exactly as the conformance checks expect.
+//
+// This header is standalone: it needs only standard headers, defines no
+// exported symbols (every function is `static inline`) and is part of no
+// ABI table, so using it changes nothing in a plugin's binary interface.
+// It compiles as C11 and as C++.
+//
+// Every function is pure integer code: the results do not depend on the
+// floating-point environment (rounding mode, flush-to-zero, denormals-are-
+// zero) and are the same on every compiler and target. Bit casts go
+// through memcpy, which compilers turn into register moves. All functions
+// are safe to call from any thread.
+#ifndef ACCEL_PLUGIN_DTYPE_H_
+#define ACCEL_PLUGIN_DTYPE_H_
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---------------------------------------------------------------------------
+// f16 (IEEE binary16)
+// ---------------------------------------------------------------------------
+
+// Returns the binary16 value with bit pattern `h` as a float. Exact for
+// every input: zeros keep their sign, subnormals become normal floats,
+// infinities stay infinite, and a NaN keeps its sign and payload (shifted
+// into the top of the f32 mantissa; a signalling NaN stays signalling).
+static inline float accel_plugin_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = ((uint32_t)h >> 10) & 0x1fu;
+  uint32_t mant = (uint32_t)h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in f32 (at most 10 bits).
+    float f = (float)mant * (1.0f / 16777216.0f);
+    memcpy(&bits, &f, sizeof(bits));
+    bits |= sign;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);  // infinity or NaN
+  } else {
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);  // rebias 15 -> 127
+  }
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Returns `f` rounded to binary16, as a bit pattern. Rounds to nearest,
+// ties to even, including into the subnormal range; values too small for
+// the smallest subnormal round to a zero of the same sign, values that
+// round above 65504 give an infinity of the same sign. Any NaN gives the
+// quiet NaN 0x7e00 with the input's sign (the payload is not kept).
+static inline uint16_t accel_plugin_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof(x));
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff) {  // infinity or NaN
+    return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  }
+  int32_t e = (int32_t)exp - 127 + 15;  // the f16 biased exponent
+  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (e <= 0) {
+    // Subnormal or zero in f16. Below half the smallest subnormal
+    // (2^-25) everything rounds to zero, f32 subnormals included.
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;  // the implicit bit
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t half = mant >> shift;
+    uint32_t rem = mant & ((1u << shift) - 1u);
+    uint32_t mid = 1u << (shift - 1u);
+    // A carry into bit 10 correctly gives the smallest normal.
+    if (rem > mid || (rem == mid && (half & 1u))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13);
+  uint32_t rem = mant & 0x1fffu;
+  // A carry out of the mantissa correctly bumps the exponent (to inf).
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++;
+  return (uint16_t)half;
+}
+
+// ---------------------------------------------------------------------------
+// bf16 (bfloat16: the top 16 bits of a binary32)
+// ---------------------------------------------------------------------------
+
+// Returns the bfloat16 value with bit pattern `b` as a float. Exact for
+// every input, NaN payloads included.
+static inline float accel_plugin_bf16_to_f32(uint16_t b) {
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Returns `f` rounded to bfloat16, as a bit pattern. Rounds to nearest,
+// ties to even (f32 subnormals included); values that round above the
+// largest finite bf16 give an infinity of the same sign. A NaN keeps its
+// sign and the top 7 payload bits and is made quiet, so it stays a NaN.
+static inline uint16_t accel_plugin_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof(x));
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+// ---------------------------------------------------------------------------
+// i32
+// ---------------------------------------------------------------------------
+
+// Returns `d` converted to int32_t: truncates toward zero, saturates to
+// INT32_MIN and INT32_MAX (infinities included), and gives 0 for NaN.
+// Every f32 and f16/bf16 value is exact as a double, so this is also the
+// conversion for those types.
+static inline int32_t accel_plugin_f64_to_i32_sat(double d) {
+  if (d != d) return 0;  // NaN
+  if (d >= 2147483647.0) return INT32_MAX;
+  if (d <= -2147483648.0) return INT32_MIN;
+  return (int32_t)d;  // in range: truncates toward zero
+}
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // ACCEL_PLUGIN_DTYPE_H_
