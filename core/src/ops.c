@@ -332,38 +332,39 @@ static accel_status_t accel__check_binary(const char* what,
   return status;
 }
 
-accel_status_t accel_op_add(accel_stream_t* stream, accel_buffer_t* z,
-                            size_t z_offset, accel_buffer_t* x, size_t x_offset,
-                            accel_buffer_t* y, size_t y_offset,
-                            accel_dtype_t dtype, size_t count) {
-  static const char what[] = "accel_op_add";
+// Enqueues add or mul: the two differ only in the table entry they call.
+static accel_status_t accel__op_binary(const char* what, bool mul,
+                                       accel_stream_t* stream,
+                                       accel_buffer_t* z, size_t z_offset,
+                                       accel_buffer_t* x, size_t x_offset,
+                                       accel_buffer_t* y, size_t y_offset,
+                                       accel_dtype_t dtype, size_t count) {
   accel_status_t status = accel__check_binary(
       what, stream, z, z_offset, x, x_offset, y, y_offset, dtype, count);
   if (status != ACCEL_OK || count == 0) return status;
   accel_device_t* d = stream->device;
-  status =
-      d->ops->op_add(d->impl, stream->impl, accel__buffer_mem(z),
-                     accel__buffer_offset(z, z_offset), accel__buffer_mem(x),
-                     accel__buffer_offset(x, x_offset), accel__buffer_mem(y),
-                     accel__buffer_offset(y, y_offset), (uint32_t)dtype, count);
+  status = (mul ? d->ops->op_mul : d->ops->op_add)(
+      d->impl, stream->impl, accel__buffer_mem(z),
+      accel__buffer_offset(z, z_offset), accel__buffer_mem(x),
+      accel__buffer_offset(x, x_offset), accel__buffer_mem(y),
+      accel__buffer_offset(y, y_offset), (uint32_t)dtype, count);
   return status == ACCEL_OK ? ACCEL_OK : accel__op_result(what, stream, status);
+}
+
+accel_status_t accel_op_add(accel_stream_t* stream, accel_buffer_t* z,
+                            size_t z_offset, accel_buffer_t* x, size_t x_offset,
+                            accel_buffer_t* y, size_t y_offset,
+                            accel_dtype_t dtype, size_t count) {
+  return accel__op_binary("accel_op_add", false, stream, z, z_offset, x,
+                          x_offset, y, y_offset, dtype, count);
 }
 
 accel_status_t accel_op_mul(accel_stream_t* stream, accel_buffer_t* z,
                             size_t z_offset, accel_buffer_t* x, size_t x_offset,
                             accel_buffer_t* y, size_t y_offset,
                             accel_dtype_t dtype, size_t count) {
-  static const char what[] = "accel_op_mul";
-  accel_status_t status = accel__check_binary(
-      what, stream, z, z_offset, x, x_offset, y, y_offset, dtype, count);
-  if (status != ACCEL_OK || count == 0) return status;
-  accel_device_t* d = stream->device;
-  status =
-      d->ops->op_mul(d->impl, stream->impl, accel__buffer_mem(z),
-                     accel__buffer_offset(z, z_offset), accel__buffer_mem(x),
-                     accel__buffer_offset(x, x_offset), accel__buffer_mem(y),
-                     accel__buffer_offset(y, y_offset), (uint32_t)dtype, count);
-  return status == ACCEL_OK ? ACCEL_OK : accel__op_result(what, stream, status);
+  return accel__op_binary("accel_op_mul", true, stream, z, z_offset, x,
+                          x_offset, y, y_offset, dtype, count);
 }
 
 accel_status_t accel_op_sum(accel_stream_t* stream, accel_buffer_t* out,
