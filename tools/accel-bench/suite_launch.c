@@ -244,7 +244,7 @@ static void bench_launch_run(bench_ctx_t* ctx) {
   }
   // CUDA: the raw side, or why there is none.
   bool cuda = bench_launch_is_cuda(ctx);
-  char raw_why[224] = "";
+  char raw_why[sizeof(ctx->cuda_error)] = "";
   if (ok && cuda) bench_launch_open_raw(ctx, &l, raw_why, sizeof(raw_why));
   for (int k = 0; k < 2; ++k) {
     bench_result_t* r = rows[k];
