@@ -175,22 +175,57 @@ static accel_status_t accel__use(accel_stream_t* stream, accel_buffer_t* a,
 // Elementwise ops and reductions.
 // ---------------------------------------------------------------------------
 
+// One buffer operand of an elementwise op.
+typedef struct accel__operand {
+  const char* name;        // "dst", "x", ...
+  const char* dtype_name;  // the dtype argument to check, or NULL if an
+                           // earlier operand shares it
+  accel_buffer_t* buffer;
+  size_t offset;
+  accel_dtype_t dtype;
+  size_t bytes;  // set by accel__check_elementwise
+} accel__operand_t;
+
+// Checks an elementwise op over `count` elements: the stream, each named
+// dtype (`float_only` rejects I32), each operand (device, alignment,
+// bounds), that no input partially overlaps the output `ops[0]`, then
+// notes the stream's use of the buffers. At most three operands.
+static accel_status_t accel__check_elementwise(const char* what,
+                                               accel_stream_t* stream,
+                                               bool float_only, size_t count,
+                                               accel__operand_t* ops,
+                                               size_t n) {
+  accel_status_t status = accel__check_stream(what, stream);
+  for (size_t i = 0; i < n && status == ACCEL_OK; i++) {
+    if (ops[i].dtype_name != NULL) {
+      status =
+          accel__check_dtype(what, ops[i].dtype_name, ops[i].dtype, float_only);
+    }
+  }
+  for (size_t i = 0; i < n && status == ACCEL_OK; i++) {
+    status =
+        accel__check_operand(what, ops[i].name, stream, ops[i].buffer,
+                             ops[i].offset, ops[i].dtype, count, &ops[i].bytes);
+  }
+  for (size_t i = 1; i < n && status == ACCEL_OK; i++) {
+    status = accel__check_alias(what, ops[0].name, ops[0].buffer, ops[0].offset,
+                                ops[0].bytes, ops[i].name, ops[i].buffer,
+                                ops[i].offset, ops[i].bytes);
+  }
+  if (status == ACCEL_OK && count != 0) {
+    status = accel__use(stream, ops[0].buffer, n > 1 ? ops[1].buffer : NULL,
+                        n > 2 ? ops[2].buffer : NULL);
+  }
+  return status;
+}
+
 accel_status_t accel_op_fill(accel_stream_t* stream, accel_buffer_t* dst,
                              size_t dst_offset, accel_dtype_t dtype,
                              size_t count, double value) {
   static const char what[] = "accel_op_fill";
-  size_t bytes = 0;
-  accel_status_t status = accel__check_stream(what, stream);
-  if (status == ACCEL_OK) {
-    status = accel__check_dtype(what, "dtype", dtype, false);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "dst", stream, dst, dst_offset, dtype,
-                                  count, &bytes);
-  }
-  if (status == ACCEL_OK && count != 0) {
-    status = accel__use(stream, dst, NULL, NULL);
-  }
+  accel__operand_t ops[] = {{"dst", "dtype", dst, dst_offset, dtype, 0}};
+  accel_status_t status =
+      accel__check_elementwise(what, stream, false, count, ops, 1);
   if (status != ACCEL_OK || count == 0) return status;
   accel_device_t* d = stream->device;
   status = d->ops->op_fill(d->impl, stream->impl, accel__buffer_mem(dst),
@@ -204,30 +239,12 @@ accel_status_t accel_op_cast(accel_stream_t* stream, accel_buffer_t* dst,
                              accel_buffer_t* src, size_t src_offset,
                              accel_dtype_t src_dtype, size_t count) {
   static const char what[] = "accel_op_cast";
-  size_t dst_bytes = 0, src_bytes = 0;
-  accel_status_t status = accel__check_stream(what, stream);
-  if (status == ACCEL_OK) {
-    status = accel__check_dtype(what, "dst_dtype", dst_dtype, false);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_dtype(what, "src_dtype", src_dtype, false);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "dst", stream, dst, dst_offset,
-                                  dst_dtype, count, &dst_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "src", stream, src, src_offset,
-                                  src_dtype, count, &src_bytes);
-  }
-  if (status == ACCEL_OK) {
-    // In place only when every element stays where it is.
-    status = accel__check_alias(what, "dst", dst, dst_offset, dst_bytes, "src",
-                                src, src_offset, src_bytes);
-  }
-  if (status == ACCEL_OK && count != 0) {
-    status = accel__use(stream, dst, src, NULL);
-  }
+  // In place only when every element stays where it is (the alias check).
+  accel__operand_t ops[] = {
+      {"dst", "dst_dtype", dst, dst_offset, dst_dtype, 0},
+      {"src", "src_dtype", src, src_offset, src_dtype, 0}};
+  accel_status_t status =
+      accel__check_elementwise(what, stream, false, count, ops, 2);
   if (status != ACCEL_OK || count == 0) return status;
   accel_device_t* d = stream->device;
   status = d->ops->op_cast(d->impl, stream->impl, accel__buffer_mem(dst),
@@ -242,18 +259,9 @@ accel_status_t accel_op_scale(accel_stream_t* stream, accel_buffer_t* x,
                               size_t x_offset, accel_dtype_t dtype,
                               size_t count, double alpha) {
   static const char what[] = "accel_op_scale";
-  size_t bytes = 0;
-  accel_status_t status = accel__check_stream(what, stream);
-  if (status == ACCEL_OK) {
-    status = accel__check_dtype(what, "dtype", dtype, true);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "x", stream, x, x_offset, dtype, count,
-                                  &bytes);
-  }
-  if (status == ACCEL_OK && count != 0) {
-    status = accel__use(stream, x, NULL, NULL);
-  }
+  accel__operand_t ops[] = {{"x", "dtype", x, x_offset, dtype, 0}};
+  accel_status_t status =
+      accel__check_elementwise(what, stream, true, count, ops, 1);
   if (status != ACCEL_OK || count == 0) return status;
   accel_device_t* d = stream->device;
   status = d->ops->op_scale(d->impl, stream->impl, accel__buffer_mem(x),
@@ -267,26 +275,10 @@ accel_status_t accel_op_axpy(accel_stream_t* stream, accel_buffer_t* y,
                              size_t x_offset, accel_dtype_t dtype, size_t count,
                              double alpha) {
   static const char what[] = "accel_op_axpy";
-  size_t y_bytes = 0, x_bytes = 0;
-  accel_status_t status = accel__check_stream(what, stream);
-  if (status == ACCEL_OK) {
-    status = accel__check_dtype(what, "dtype", dtype, true);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "y", stream, y, y_offset, dtype, count,
-                                  &y_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "x", stream, x, x_offset, dtype, count,
-                                  &x_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_alias(what, "y", y, y_offset, y_bytes, "x", x,
-                                x_offset, x_bytes);
-  }
-  if (status == ACCEL_OK && count != 0) {
-    status = accel__use(stream, y, x, NULL);
-  }
+  accel__operand_t ops[] = {{"y", "dtype", y, y_offset, dtype, 0},
+                            {"x", NULL, x, x_offset, dtype, 0}};
+  accel_status_t status =
+      accel__check_elementwise(what, stream, true, count, ops, 2);
   if (status != ACCEL_OK || count == 0) return status;
   accel_device_t* d = stream->device;
   status = d->ops->op_axpy(
@@ -296,42 +288,6 @@ accel_status_t accel_op_axpy(accel_stream_t* stream, accel_buffer_t* y,
   return status == ACCEL_OK ? ACCEL_OK : accel__op_result(what, stream, status);
 }
 
-// Checks z = x op y for add and mul.
-static accel_status_t accel__check_binary(const char* what,
-                                          accel_stream_t* stream,
-                                          accel_buffer_t* z, size_t z_offset,
-                                          accel_buffer_t* x, size_t x_offset,
-                                          accel_buffer_t* y, size_t y_offset,
-                                          accel_dtype_t dtype, size_t count) {
-  size_t z_bytes = 0, x_bytes = 0, y_bytes = 0;
-  accel_status_t status = accel__check_stream(what, stream);
-  if (status == ACCEL_OK) {
-    status = accel__check_dtype(what, "dtype", dtype, false);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "z", stream, z, z_offset, dtype, count,
-                                  &z_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "x", stream, x, x_offset, dtype, count,
-                                  &x_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_operand(what, "y", stream, y, y_offset, dtype, count,
-                                  &y_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_alias(what, "z", z, z_offset, z_bytes, "x", x,
-                                x_offset, x_bytes);
-  }
-  if (status == ACCEL_OK) {
-    status = accel__check_alias(what, "z", z, z_offset, z_bytes, "y", y,
-                                y_offset, y_bytes);
-  }
-  if (status == ACCEL_OK && count != 0) status = accel__use(stream, z, x, y);
-  return status;
-}
-
 // Enqueues add or mul: the two differ only in the table entry they call.
 static accel_status_t accel__op_binary(const char* what, bool mul,
                                        accel_stream_t* stream,
@@ -339,8 +295,11 @@ static accel_status_t accel__op_binary(const char* what, bool mul,
                                        accel_buffer_t* x, size_t x_offset,
                                        accel_buffer_t* y, size_t y_offset,
                                        accel_dtype_t dtype, size_t count) {
-  accel_status_t status = accel__check_binary(
-      what, stream, z, z_offset, x, x_offset, y, y_offset, dtype, count);
+  accel__operand_t ops[] = {{"z", "dtype", z, z_offset, dtype, 0},
+                            {"x", NULL, x, x_offset, dtype, 0},
+                            {"y", NULL, y, y_offset, dtype, 0}};
+  accel_status_t status =
+      accel__check_elementwise(what, stream, false, count, ops, 3);
   if (status != ACCEL_OK || count == 0) return status;
   accel_device_t* d = stream->device;
   status = (mul ? d->ops->op_mul : d->ops->op_add)(
