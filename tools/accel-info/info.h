@@ -95,7 +95,7 @@ typedef struct info_report {
   size_t search_count;
   bool selected;  // a device was selected
   char selected_uri[48];
-  const char* backend_env;  // ACCEL_BACKEND, NULL if unset
+  const char* backend_env;  // ACCEL_BACKEND, NULL if unset or ignored
   accel_status_t select_status;
   char* select_error;  // owned, NULL if selection worked
   info_error_t* errors;
@@ -122,6 +122,11 @@ void info_report_deinit(info_report_t* report);
 
 // "ok", "unavailable", "failed", "crashed", "timed_out" or "excluded".
 const char* info_state_name(info_state_t state);
+
+// ACCEL_BACKEND as the library reads it: NULL when unset, and also in a
+// setuid or setgid process, where the library ignores the environment
+// (secure_getenv), so the report never shows a value that was not used.
+const char* info_backend_env(void);
 
 // "found", "opened", "entry", "negotiated", "initialised" or "unknown".
 const char* info_stage_name(accel_plugin_stage_t stage);

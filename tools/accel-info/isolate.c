@@ -334,7 +334,7 @@ static int info_report_fallback(const info_run_options_t* options,
   }
   report.plugins = list->count > 0 ? plugins : NULL;
   report.plugin_count = list->count;
-  report.backend_env = getenv("ACCEL_BACKEND");
+  report.backend_env = info_backend_env();
   report.select_status = ACCEL_ERROR_INTERNAL;
   report.select_error = strdup("not queried: probing failed");
   info_report_add_error(&report, NULL, false, "%s", problem);

@@ -58,7 +58,7 @@ static int info_usage_error(const info_run_options_t* options,
   if (options->json) {
     info_report_t report;
     memset(&report, 0, sizeof(report));
-    report.backend_env = getenv("ACCEL_BACKEND");
+    report.backend_env = info_backend_env();
     report.select_status = ACCEL_ERROR_INVALID_ARGUMENT;
     report.select_error = strdup("not queried: usage error");
     info_report_add_error(&report, NULL, false, "usage: %s%s%s", message,

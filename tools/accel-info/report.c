@@ -3,6 +3,7 @@
 // Collects the load report, the search path, every device and the default
 // selection into an info_report_t, using only the public API. Strings from
 // accel_last_error() are copied at once: the next call overwrites them.
+#define _GNU_SOURCE  // secure_getenv
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,14 @@
 #include <string.h>
 
 #include "info.h"
+
+const char* info_backend_env(void) {
+#if defined(__GLIBC__)
+  return secure_getenv("ACCEL_BACKEND");  // as core/src/log.c reads it
+#else
+  return getenv("ACCEL_BACKEND");
+#endif
+}
 
 const char* info_state_name(info_state_t state) {
   switch (state) {
@@ -248,7 +257,7 @@ static void info_collect_devices(const info_collect_options_t* options,
 }
 
 static void info_collect_selection(info_report_t* out) {
-  out->backend_env = getenv("ACCEL_BACKEND");
+  out->backend_env = info_backend_env();
   accel_device_t* device = NULL;
   accel_status_t s = accel_device_default(&device);
   out->select_status = s;
