@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 //
 // GEMM on cuBLAS, which is opened with dlopen at the first GEMM that needs
-// it (libcublas.so.13, .12, then libcublas.so), so the plugin loads and
+// it (the library named by ACCEL_CUDA_CUBLAS when set, otherwise
+// libcublas.so.13, .12, then libcublas.so), so the plugin loads and
 // accel-info stays fast where cuBLAS is absent; GEMM then fails with
-// ACCEL_ERROR_UNSUPPORTED naming the libraries tried.
+// ACCEL_ERROR_UNSUPPORTED naming the libraries tried (or the dlerror()
+// text for the named one).
 //
 // accel's GEMM is row-major and cuBLAS is column-major. A row-major matrix
 // is the column-major view of its transpose, so C = op(A) op(B) is computed
@@ -58,7 +60,7 @@ ACCEL_CUDA_SAME_TYPE(cublasGetStatusName, accel_cuda_cublas_status_name_t);
 // A loaded cuBLAS. Immutable once published in plugin->blas.
 struct accel_cuda_blas {
   void* library;
-  char name[32];  // the soname that loaded
+  char name[256];  // the soname or ACCEL_CUDA_CUBLAS path that loaded
   accel_cuda_cublas_create_t create;
   accel_cuda_cublas_destroy_t destroy;
   accel_cuda_cublas_set_stream_t set_stream;
@@ -77,43 +79,70 @@ static bool accel_cuda_blas_sym(void* library, const char* name, void* slot) {
   return fn != NULL;
 }
 
-// Tries to open cuBLAS. Returns NULL with the reason in `message`.
-static accel_cuda_blas_t* accel_cuda_blas_open(char* message, size_t size) {
-  char first[256] = "";
+// Opens `name` and resolves the entries gemm.c uses. Returns NULL with
+// the dlerror() text or the missing entry in `why` (when not NULL).
+static accel_cuda_blas_t* accel_cuda_blas_try(const char* name, char* why,
+                                              size_t why_size) {
+  void* library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (library == NULL) {
+    const char* e = dlerror();
+    if (why != NULL) snprintf(why, why_size, "%s", e != NULL ? e : name);
+    return NULL;
+  }
+  accel_cuda_blas_t* blas = calloc(1, sizeof(*blas));
+  if (blas == NULL) {
+    dlclose(library);
+    if (why != NULL) snprintf(why, why_size, "out of host memory");
+    return NULL;
+  }
+  blas->library = library;
+  snprintf(blas->name, sizeof(blas->name), "%s", name);
+  if (accel_cuda_blas_sym(library, "cublasCreate_v2", &blas->create) &&
+      accel_cuda_blas_sym(library, "cublasDestroy_v2", &blas->destroy) &&
+      accel_cuda_blas_sym(library, "cublasSetStream_v2", &blas->set_stream) &&
+      accel_cuda_blas_sym(library, "cublasSetWorkspace_v2",
+                          &blas->set_workspace) &&
+      accel_cuda_blas_sym(library, "cublasGemmEx", &blas->gemm_ex)) {
+    (void)accel_cuda_blas_sym(library, "cublasGetStatusName",
+                              &blas->status_name);
+    return blas;
+  }
+  if (why != NULL) {
+    snprintf(why, why_size,
+             "%s is not cuBLAS (no cublasCreate_v2, "
+             "cublasSetStream_v2, cublasSetWorkspace_v2 or cublasGemmEx)",
+             name);
+  }
+  free(blas);
+  dlclose(library);
+  return NULL;
+}
+
+// Tries to open cuBLAS: the library ACCEL_CUDA_CUBLAS names (read through
+// `host`), else the search. Returns NULL with the reason in `message`.
+static accel_cuda_blas_t* accel_cuda_blas_open(const accel_host_t* host,
+                                               char* message, size_t size) {
+  char why[256] = "";
+  const char* override = host->getenv(host, "ACCEL_CUDA_CUBLAS");
+  if (override != NULL && override[0] != '\0') {
+    accel_cuda_blas_t* blas = accel_cuda_blas_try(override, why, sizeof(why));
+    if (blas == NULL) {
+      snprintf(message, size,
+               "cannot load the cuBLAS named by ACCEL_CUDA_CUBLAS: %s", why);
+    }
+    return blas;
+  }
   for (size_t i = 0;
        i < sizeof(accel_cuda_cublas_names) / sizeof(accel_cuda_cublas_names[0]);
        i++) {
-    void* library = dlopen(accel_cuda_cublas_names[i], RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-      const char* why = dlerror();
-      if (i == 0) snprintf(first, sizeof(first), "%s", why ? why : "");
-      continue;
-    }
-    accel_cuda_blas_t* blas = calloc(1, sizeof(*blas));
-    if (blas == NULL) {
-      dlclose(library);
-      snprintf(message, size, "out of host memory loading cuBLAS");
-      return NULL;
-    }
-    blas->library = library;
-    snprintf(blas->name, sizeof(blas->name), "%s", accel_cuda_cublas_names[i]);
-    if (accel_cuda_blas_sym(library, "cublasCreate_v2", &blas->create) &&
-        accel_cuda_blas_sym(library, "cublasDestroy_v2", &blas->destroy) &&
-        accel_cuda_blas_sym(library, "cublasSetStream_v2", &blas->set_stream) &&
-        accel_cuda_blas_sym(library, "cublasSetWorkspace_v2",
-                            &blas->set_workspace) &&
-        accel_cuda_blas_sym(library, "cublasGemmEx", &blas->gemm_ex)) {
-      (void)accel_cuda_blas_sym(library, "cublasGetStatusName",
-                                &blas->status_name);
-      return blas;
-    }
-    free(blas);
-    dlclose(library);
+    accel_cuda_blas_t* blas = accel_cuda_blas_try(
+        accel_cuda_cublas_names[i], i == 0 ? why : NULL, sizeof(why));
+    if (blas != NULL) return blas;
   }
   snprintf(message, size,
            "cuBLAS is not installed: tried libcublas.so.13, libcublas.so.12 "
            "and libcublas.so (%s)",
-           first);
+           why);
   return NULL;
 }
 
@@ -126,8 +155,8 @@ static accel_status_t accel_cuda_blas_get(accel_cuda_plugin_t* plugin,
   pthread_mutex_lock(&plugin->mutex);
   if (atomic_load(&plugin->blas) == NULL && !plugin->blas_tried) {
     plugin->blas_tried = true;
-    accel_cuda_blas_t* blas =
-        accel_cuda_blas_open(plugin->blas_error, sizeof(plugin->blas_error));
+    accel_cuda_blas_t* blas = accel_cuda_blas_open(
+        plugin->host, plugin->blas_error, sizeof(plugin->blas_error));
     if (blas != NULL) {
       plugin->host->log(plugin->host, ACCEL_LOG_INFO, "cuda: GEMM on %s",
                         blas->name);

@@ -393,6 +393,12 @@ static bool bench_cuda_copy_open(bench_ctx_t* ctx, size_t size,
     r = cu->cuMemsetD8(s->a, 5, size);
   }
   if (r == CUDA_SUCCESS) r = cu->cuMemsetD8(s->b, 6, size);
+  // cuMemsetD8 may return before it is done, on the legacy stream, which
+  // the non-blocking stream the copies run on does not wait for.
+  if (r == CUDA_SUCCESS) {
+    call = "cuStreamSynchronize";
+    r = cu->cuStreamSynchronize(NULL);
+  }
   if (r != CUDA_SUCCESS) {
     bench_cuda_copy_close(s);
     return bench_fail("cuMemcpy baseline (%zu bytes): %s: %s", size, call,
@@ -698,8 +704,11 @@ bench_cuda_gemm_t* bench_cuda_gemm_open(bench_cuda_t* cu, accel_dtype_t dtype,
   if (ok && s != CUBLAS_STATUS_SUCCESS) {
     ok = bench_fail("%s: cuBLAS status %d", call, (int)s);
   }
+  // The matrices were written by synchronous calls on the legacy stream,
+  // which the GEMM's non-blocking stream does not wait for.
   if (ok) {
-    r = cu->cuStreamSynchronize(cu->stream);
+    r = cu->cuStreamSynchronize(NULL);
+    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(cu->stream);
     if (r != CUDA_SUCCESS) ok = bench_cuda_fail(cu, r, "cuStreamSynchronize");
   }
   if (!ok) {
