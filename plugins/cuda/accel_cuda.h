@@ -101,6 +101,9 @@ struct accel_cuda_device {
   char arch[16];  // "sm_90"
   uint64_t total_memory;
   uint32_t sms, warp_size, max_threads_per_block;
+  // Shared memory per block: without opt-in (48 KiB) and the most a kernel
+  // may opt in to (227 KiB on sm_90), 0 when the driver does not say.
+  uint32_t max_shared, max_shared_optin;
   uint8_t uuid[16];
   char pci_bus_id[32];
   accel_device_caps_t caps;

@@ -118,6 +118,10 @@ static accel_status_t accel_cuda_device_read(accel_cuda_device_t* device) {
       (uint32_t)accel_cuda_attr(device, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   device->max_threads_per_block = (uint32_t)accel_cuda_attr(
       device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  device->max_shared = (uint32_t)accel_cuda_attr(
+      device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  device->max_shared_optin = (uint32_t)accel_cuda_attr(
+      device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   CUuuid uuid;
   if (cu->cuDeviceGetUuid(&uuid, device->dev) == CUDA_SUCCESS) {
     memcpy(device->uuid, uuid.bytes, sizeof(device->uuid));

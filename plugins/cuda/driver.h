@@ -73,6 +73,7 @@
   X(cuModuleLoadDataEx, 2010, "cuModuleLoadDataEx")                   \
   X(cuModuleUnload, 2000, "cuModuleUnload")                           \
   X(cuModuleGetFunction, 2000, "cuModuleGetFunction")                 \
+  X(cuFuncSetAttribute, 9000, "cuFuncSetAttribute")                   \
   X(cuLaunchKernel, 4000, "cuLaunchKernel")
 
 #define ACCEL_CUDA_DRIVER_MEMBER(name, version, exported) \

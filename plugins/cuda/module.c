@@ -18,6 +18,9 @@
 // Bytes of each JIT log buffer.
 #define ACCEL_CUDA_JIT_LOG_SIZE 4096
 
+// Dynamic shared memory every kernel may use without opting in.
+#define ACCEL_CUDA_SHARED_DEFAULT 49152u
+
 // Kernel arguments kept on the stack per launch; more are heap-allocated.
 #define ACCEL_CUDA_LAUNCH_INLINE_ARGS 32
 
@@ -36,6 +39,10 @@ struct accel_cuda_function {
   accel_cuda_function_t* next;
   accel_cuda_module_t* module;
   CUfunction function;
+  // Dynamic shared memory this function has been allowed so far
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); guarded by the
+  // module's mutex.
+  uint32_t shared_allowed;
   char name[];
 };
 
@@ -223,6 +230,7 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
     } else {
       f->module = module;
       f->function = function;
+      f->shared_allowed = ACCEL_CUDA_SHARED_DEFAULT;
       memcpy(f->name, name, len + 1);
       f->next = module->functions;
       module->functions = f;
@@ -231,6 +239,48 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
   pthread_mutex_unlock(&module->mutex);
   if (status == ACCEL_OK) *out_function = f;
   return status;
+}
+
+// Lets `f` use `bytes` of dynamic shared memory. Above 48 KiB a kernel must
+// opt in (cuFuncSetAttribute) up to the device's limit, 227 KiB on sm_90;
+// the allowance only grows, so it is set once per new maximum. The caller
+// pushed the context.
+static accel_status_t accel_cuda_shared_allow(accel_cuda_function_t* f,
+                                              uint32_t bytes) {
+  if (bytes <= ACCEL_CUDA_SHARED_DEFAULT) return ACCEL_OK;
+  accel_cuda_module_t* module = f->module;
+  accel_cuda_device_t* device = module->device;
+  uint32_t limit = device->max_shared_optin;
+  if (limit != 0 && bytes > limit) {
+    return device->host->fail(
+        device->host, ACCEL_ERROR_INVALID_ARGUMENT,
+        "%s: launch of %s: %u bytes of dynamic shared memory per block; "
+        "%s (%s) allows at most %u bytes per block",
+        device->prefix, f->name, bytes, device->arch, device->name, limit);
+  }
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&module->mutex);
+  if (f->shared_allowed < bytes) {
+    r = device->cu->cuFuncSetAttribute(
+        f->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        (int)bytes);
+    if (r == CUDA_SUCCESS) f->shared_allowed = bytes;
+  }
+  pthread_mutex_unlock(&module->mutex);
+  if (r == CUDA_ERROR_INVALID_VALUE) {
+    // Within the device's limit, so the kernel's static shared memory
+    // takes the rest.
+    return device->host->fail(
+        device->host, ACCEL_ERROR_INVALID_ARGUMENT,
+        "%s: launch of %s: %u bytes of dynamic shared memory per block do "
+        "not fit beside the kernel's static shared memory (%s allows %u "
+        "bytes per block in all)",
+        device->prefix, f->name, bytes, device->arch, limit);
+  }
+  if (r != CUDA_SUCCESS) {
+    return accel_cuda_device_fail(device, r, "cuFuncSetAttribute");
+  }
+  return ACCEL_OK;
 }
 
 accel_status_t accel_cuda_launch(void* function_ptr, void* stream_ptr,
@@ -265,6 +315,10 @@ accel_status_t accel_cuda_launch(void* function_ptr, void* stream_ptr,
     }
   }
   accel_status_t status = accel_cuda_context_push(device, "launch");
+  if (status == ACCEL_OK) {
+    status = accel_cuda_shared_allow(f, launch->shared_mem_bytes);
+    if (status != ACCEL_OK) accel_cuda_context_pop(device);
+  }
   if (status == ACCEL_OK) {
     CUstream cs = stream != NULL ? stream->stream : NULL;
     CUresult r = device->cu->cuLaunchKernel(

@@ -446,8 +446,10 @@ TEST(gemm_all_dtypes_match_cpu) {
   ASSERT_EQ(failures, 0);
 }
 
-// Loads `image`, runs vadd over 1000 floats and checks the result.
-static accel_status_t run_vadd(const void* image, size_t size) {
+// Loads `image`, runs vadd over 1000 floats with `shared` bytes of dynamic
+// shared memory per block (vadd uses none) and checks the result.
+static accel_status_t run_vadd_shared(const void* image, size_t size,
+                                      uint32_t shared) {
   accel_module_t* module = NULL;
   accel_status_t st = accel_module_create(gpu, image, size, &module);
   if (st != ACCEL_OK) return st;
@@ -474,6 +476,7 @@ static accel_status_t run_vadd(const void* image, size_t size) {
   accel_launch_config_init(&config);
   config.grid[0] = (N + 127) / 128;
   config.block[0] = 128;
+  config.shared_mem_bytes = shared;
   if (!st) st = accel_kernel_launch(kernel, s, &config, 4, args);
   if (!st) st = accel_stream_synchronize(s);
   if (!st) st = accel_buffer_read(bz, 0, z, sizeof(z));
@@ -489,12 +492,29 @@ static accel_status_t run_vadd(const void* image, size_t size) {
   return st;
 }
 
+static accel_status_t run_vadd(const void* image, size_t size) {
+  return run_vadd_shared(image, size, 0);
+}
+
 TEST(module_ptx_and_cubin) {
   ASSERT_OK(run_vadd(test_vadd_ptx, test_vadd_ptx_size));
   bool turing = strcmp(gpu_info.arch, "sm_75") == 0;
   bool hopper = strcmp(gpu_info.arch, "sm_90") == 0;
   if (turing) ASSERT_OK(run_vadd(test_vadd_sm75, test_vadd_sm75_size));
   if (hopper) ASSERT_OK(run_vadd(test_vadd_sm90, test_vadd_sm90_size));
+}
+
+// Above 48 KiB of dynamic shared memory a CUDA kernel must opt in: the
+// plugin does it, up to the device's limit (64 KiB on sm_75, 227 KiB on
+// sm_90), and refuses more with the limit in the message.
+TEST(launch_large_dynamic_shared_memory) {
+  ASSERT_OK(run_vadd_shared(test_vadd_ptx, test_vadd_ptx_size, 64u << 10));
+  ASSERT_OK(run_vadd_shared(test_vadd_ptx, test_vadd_ptx_size, 48u << 10));
+  ASSERT_EQ(run_vadd_shared(test_vadd_ptx, test_vadd_ptx_size, 1u << 20),
+            ACCEL_ERROR_INVALID_ARGUMENT);
+  printf("  %s\n", accel_last_error());
+  ASSERT_STR_CONTAINS(accel_last_error(), "1048576 bytes of dynamic shared");
+  ASSERT_STR_CONTAINS(accel_last_error(), "allows at most");
 }
 
 TEST(module_no_binary_for_gpu) {

@@ -190,6 +190,14 @@ FAKECUDA_API CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+int fakecuda_shared_optin(void) {
+  int sm = fakecuda_sm();
+  if (sm == 90 || sm == 100) return 232448;
+  if (sm == 80) return 166912;
+  if (sm >= 86) return 101376;
+  return 65536;  // sm_75
+}
+
 FAKECUDA_API CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr,
                                            CUdevice dev) {
   CUresult r = fakecuda_device(dev);
@@ -214,6 +222,9 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr,
       break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
       *value = FAKECUDA_MAX_SHARED;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+      *value = fakecuda_shared_optin();
       break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
       *value = 1;
@@ -578,6 +589,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end);
   X(cuModuleLoadDataEx, 2010, cuModuleLoadDataEx)                   \
   X(cuModuleUnload, 2000, cuModuleUnload)                           \
   X(cuModuleGetFunction, 2000, cuModuleGetFunction)                 \
+  X(cuFuncSetAttribute, 9000, cuFuncSetAttribute)                   \
   X(cuLaunchKernel, 4000, cuLaunchKernel)
 
 // Each entry has the signature of cudaTypedefs.h's PFN_<name>_v<version>.

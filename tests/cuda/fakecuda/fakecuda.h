@@ -42,7 +42,11 @@ FAKECUDA_API CUresult fakecuda_enqueue(CUcontext ctx, CUstream stream,
 // ---------------------------------------------------------------------------
 
 #define FAKECUDA_MAX_DEVICES 8
-#define FAKECUDA_MAX_SHARED 49152  // static shared memory per block
+#define FAKECUDA_MAX_SHARED 49152  // shared memory per block without opt-in
+
+// Shared memory per block a kernel may opt in to (cuFuncSetAttribute) on
+// the fake device's SM, as the real parts: 227 KiB on sm_90 and sm_100.
+int fakecuda_shared_optin(void);
 #define FAKECUDA_MAX_THREADS 1024  // threads per block
 
 // A primary context (the only kind the fake has), one per device.

@@ -574,6 +574,7 @@ struct CUfunc_st {
   CUfunction next;  // in module->functions
   CUmodule module;
   const fakecuda_kernel_t* kernel;
+  _Atomic int max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_...
 };
 
 struct CUmod_st {
@@ -710,6 +711,7 @@ FAKECUDA_API CUresult cuModuleGetFunction(CUfunction* out, CUmodule m,
   if (f == NULL && (f = malloc(sizeof(*f))) != NULL) {
     f->module = m;
     f->kernel = kernel;
+    atomic_init(&f->max_dynamic_shared, FAKECUDA_MAX_SHARED);
     f->next = m->functions;
     m->functions = f;
   }
@@ -732,6 +734,24 @@ static bool fakecuda_function_live(CUfunction f, CUcontext ctx) {
   return live;
 }
 
+// Only the dynamic shared memory opt-in, which launches above 48 KiB need
+// (the kernels use no static shared memory).
+FAKECUDA_API CUresult cuFuncSetAttribute(CUfunction f,
+                                         CUfunction_attribute attr,
+                                         int value) {
+  CUcontext ctx = fakecuda_current();
+  if (ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  if (f == NULL || !fakecuda_function_live(f, ctx)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || value < 0 ||
+      value > fakecuda_shared_optin()) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  atomic_store(&f->max_dynamic_shared, value);
+  return CUDA_SUCCESS;
+}
+
 FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
                                      unsigned int gy, unsigned int gz,
                                      unsigned int bx, unsigned int by,
@@ -748,7 +768,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
       gy == 0 || gz == 0 || gx > 0x7fffffffu || gy > 65535 || gz > 65535 ||
       bx == 0 || by == 0 || bz == 0 || bz > 64 ||
       (uint64_t)bx * by * bz > FAKECUDA_MAX_THREADS ||
-      shared > FAKECUDA_MAX_SHARED) {
+      shared > (unsigned)atomic_load(&f->max_dynamic_shared)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   fakecuda_task_t* t = fakecuda_task(FAKECUDA_LAUNCH);
