@@ -136,20 +136,46 @@ accel_status_t accel_cuda_copy_d2h(void* device_ptr, void* stream, void* dst,
   return status;
 }
 
+// Most copies an overlapping move is split into before a temporary is
+// used instead (see accel_cuda_copy_d2d).
+#define ACCEL_CUDA_MOVE_MAX_PIECES 64u
+
+// Queues the overlapping move of `size` bytes from `s` to `d` on `cs` as
+// ordered pieces of at most |d - s| bytes, none of which overlaps itself:
+// from the end when moving up, from the start when moving down, so each
+// piece only overwrites source bytes that earlier pieces already moved.
+static CUresult accel_cuda_move_pieces(const accel_cuda_driver_t* cu,
+                                       CUdeviceptr d, CUdeviceptr s,
+                                       size_t size, CUstream cs) {
+  size_t step = d > s ? (size_t)(d - s) : (size_t)(s - d);
+  CUresult r = CUDA_SUCCESS;
+  for (size_t done = 0; r == CUDA_SUCCESS && done < size;) {
+    size_t n = size - done < step ? size - done : step;
+    size_t at = d > s ? size - done - n : done;
+    r = cu->cuMemcpyDtoDAsync(d + at, s + at, n, cs);
+    done += n;
+  }
+  return r;
+}
+
 accel_status_t accel_cuda_copy_d2d(void* device_ptr, void* stream, void* dst,
                                    size_t dst_offset, const void* src,
                                    size_t src_offset, size_t size) {
   accel_cuda_device_t* device = device_ptr;
   const accel_cuda_driver_t* cu = device->cu;
-  // cuMemcpyDtoD is not documented for overlapping ranges; plugin.h allows
-  // overlap within one allocation, so overlapping moves go through a
-  // temporary. TODO(#6): a memmove kernel avoids the extra allocation.
+  // cuMemcpyDtoD is not documented for overlapping ranges, and plugin.h
+  // allows overlap within one allocation. A move by at least 1/64 of its
+  // length is split into ordered pieces that do not overlap, queued on the
+  // stream like any copy. A shorter shift would take too many pieces: it
+  // goes through a temporary, and waits for the stream before freeing it.
   CUdeviceptr d = accel_cuda_ptr(dst, dst_offset);
   CUdeviceptr s = accel_cuda_ptr(src, src_offset);
-  if (d == s) return ACCEL_OK;
+  if (d == s || size == 0) return ACCEL_OK;
   bool overlap = d < s + size && s < d + size;
+  size_t shift = d > s ? (size_t)(d - s) : (size_t)(s - d);
+  bool pieces = overlap && size / shift < ACCEL_CUDA_MOVE_MAX_PIECES;
   void* tmp = NULL;
-  if (overlap) {
+  if (overlap && !pieces) {
     accel_status_t st = accel_cuda_mem_alloc(device, size, &tmp);
     if (st != ACCEL_OK) return st;
   }
@@ -160,7 +186,10 @@ accel_status_t accel_cuda_copy_d2d(void* device_ptr, void* stream, void* dst,
   }
   CUstream cs = stream != NULL ? ACCEL_CUDA_STREAM(stream) : NULL;
   CUresult r;
-  if (overlap) {
+  if (pieces) {
+    r = accel_cuda_move_pieces(cu, d, s, size, cs);
+    if (r == CUDA_SUCCESS && stream == NULL) r = cu->cuStreamSynchronize(NULL);
+  } else if (overlap) {
     CUdeviceptr t = accel_cuda_ptr(tmp, 0);
     r = cu->cuMemcpyDtoDAsync(t, s, size, cs);
     if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoDAsync(d, t, size, cs);

@@ -52,8 +52,24 @@ TEST(copies_every_direction) {
   ASSERT_EQ(dst[4], src[4]);
   ASSERT_EQ(dst[1005], src[1005]);
 
+  // Overlapping moves in both directions, by shifts that take the
+  // plugin's piecewise path (a quarter) and its temporary (3 bytes), on a
+  // stream and synchronously.
   accel_stream_t* s = NULL;
   ASSERT_OK(accel_stream_create(gpu, 0, &s));
+  const size_t shifts[] = {n / 4 + 1, 3};  // not multiples of the period
+  for (size_t i = 0; i < 2; i++) {
+    size_t k = shifts[i], len = n - k;
+    ASSERT_OK(accel_buffer_write(a, 0, src, n));
+    ASSERT_OK(accel_stream_copy_buffer(s, a, k, a, 0, len));  // up
+    ASSERT_OK(accel_stream_synchronize(s));
+    ASSERT_OK(accel_buffer_read(a, k, dst, len));
+    ASSERT_MEM_EQ(src, dst, len);
+    ASSERT_OK(accel_buffer_write(a, 0, src, n));
+    ASSERT_OK(accel_buffer_copy(a, 0, a, k, len));  // down
+    ASSERT_OK(accel_buffer_read(a, 0, dst, len));
+    ASSERT_MEM_EQ(src + k, dst, len);
+  }
   memset(dst, 0, n);
   ASSERT_OK(accel_stream_write_buffer(s, a, 0, src, n));
   ASSERT_OK(accel_stream_copy_buffer(s, b, 0, a, 0, n));

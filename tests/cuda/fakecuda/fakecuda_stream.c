@@ -454,6 +454,9 @@ static CUresult fakecuda_copy(CUstream s, uintptr_t dst, uintptr_t src,
       (src_dev && fakecuda_device_of(src, size) < 0)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // Overlapping ranges are undefined for the driver's copies: refuse
+  // them, so that a caller relying on memmove semantics fails here.
+  if (dst < src + size && src < dst + size) return CUDA_ERROR_INVALID_VALUE;
   fakecuda_task_t* t = fakecuda_task(FAKECUDA_COPY);
   if (t != NULL) {
     t->dst = (void*)dst;
