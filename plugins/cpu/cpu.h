@@ -9,6 +9,7 @@
 //   (machine facts)     sysinfo.c  /proc, /sys and uname readers
 //   device memory       memory.c   allocation, copies, memset, peer copies
 //   accel_cpu_stream_t  stream.c   in-order queue run by one worker thread
+//                                  (small work on an idle stream: inline)
 //   accel_cpu_event_t   event.c    markers recorded into streams
 //   accel_cpu_pool_t    pool.c     worker threads shared by all streams
 //   built-in ops        ops.c      enqueue side of op_fill ... op_sum
@@ -44,6 +45,9 @@
 // widest vector register).
 #define ACCEL_CPU_ALIGNMENT 64u
 
+// Slots of the plugin's cache of quick kernels (module.c).
+#define ACCEL_CPU_QUICK_KERNELS 64u
+
 // Size of the buffers that carry an asynchronous error message.
 #define ACCEL_CPU_MESSAGE_SIZE 512
 
@@ -53,6 +57,7 @@ typedef struct accel_cpu_event accel_cpu_event_t;
 typedef struct accel_cpu_task accel_cpu_task_t;
 typedef struct accel_cpu_pool accel_cpu_pool_t;
 typedef struct accel_cpu_blas accel_cpu_blas_t;
+typedef struct accel_cpu_scratch accel_cpu_scratch_t;
 
 // ---------------------------------------------------------------------------
 // Plugin state (plugin.c, device.c)
@@ -71,6 +76,12 @@ typedef struct accel_cpu_plugin {
   // under `mutex`, then read lock-free.
   _Atomic(accel_cpu_pool_t*) pool;
   _Atomic(accel_cpu_blas_t*) blas;
+  // f32 scratch kept between f16/bf16 GEMMs (gemm.c), or NULL.
+  _Atomic(accel_cpu_scratch_t*) gemm_scratch;
+  // Kernels (with their grid size) whose last launch ran quickly enough to
+  // be run inline next time (module.c). A direct-mapped cache of tags, 0
+  // for none; relaxed atomics, since it is only a hint.
+  _Atomic uint64_t quick_kernels[ACCEL_CPU_QUICK_KERNELS];
   bool blas_tried;  // guarded by `mutex`: the BLAS search ran (and failed)
   char blas_error[ACCEL_CPU_MESSAGE_SIZE];  // why, guarded by `mutex`
 } accel_cpu_plugin_t;
@@ -235,6 +246,51 @@ accel_cpu_task_t* accel_cpu_task_create_call(accel_cpu_call_fn_t fn,
 void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
                              accel_cpu_task_t* task);
 
+// Inline execution (see stream.c): small work may run on the calling
+// thread when `stream` is idle (nothing queued or running, no error).
+// Returns true when it is: the work now counts as enqueued, other
+// threads' work queues behind it, and the caller runs it and then calls
+// accel_cpu_stream_inline_end() with the same `hold`. Returns false
+// otherwise (nothing changed): the caller queues a task instead. With
+// `hold` the stream's mutex stays locked until then: only for work of a
+// few microseconds that runs no user code and takes no lock (memcpy,
+// memset). Callers use it only for work whose length they can bound.
+bool accel_cpu_stream_inline_begin(accel_cpu_stream_t* stream, bool hold);
+
+// Ends inline work begun by accel_cpu_stream_inline_begin(): counts it
+// completed and, when `status` is not ACCEL_OK, makes `reason` (without
+// the "cpu:N: " prefix) the stream's sticky error, as for a failing
+// queued task. `held` is the `hold` given to begin.
+void accel_cpu_stream_inline_end(accel_cpu_stream_t* stream, bool held,
+                                 accel_status_t status, const char* reason);
+
+// Copies and fills of at most ACCEL_CPU_INLINE_BYTES run inline on an idle
+// stream (memory.c); up to ACCEL_CPU_INLINE_HOLD_BYTES with the stream's
+// mutex held throughout. Chosen with accel-bench's stream copies
+// (`--filter copy/.*_async`) on the 2-vCPU development VM, as % of memcpy:
+//   size       queued     inline
+//   4 KiB      16-23%     72-74% (55-67% with two lock round trips)
+//   16 KiB     25-35%     86-100%
+//   64 KiB     63-80%     97-98%
+//   256 KiB    68-94%     97-114%
+//   1 MiB      60-80%     97-102%
+//   4 MiB      66-132%    (split across the pool either way)
+// Queued, each copy pays for a task, the queue and a cross-CPU wake-up of
+// the worker, which then reads data the caller's core has in its cache.
+// Up to 1 MiB a copy is at most ~25 us of the caller's time, less than one
+// wake-up round trip here (20-130 us). From 4 MiB copies are split across
+// the pool, and inline they gained a few points at most (within the noise:
+// 74-140% against 66-132% queued) while the caller would block for 85 us
+// or more.
+#define ACCEL_CPU_INLINE_BYTES ((size_t)1 << 20)
+#define ACCEL_CPU_INLINE_HOLD_BYTES ((size_t)64 << 10)
+// Elementwise ops of at most this many elements run inline (ops.c): one
+// pool chunk (kernels.c), which the worker too runs on one thread, so
+// inline loses no parallelism. f32 add, enqueue + synchronize per op:
+// 1 Ki elements 12 us queued / 0.27 us inline, 4-64 Ki 61-81 us / 0.7-10
+// us; 256 Ki (several chunks, ~40 us of work) is left to the worker.
+#define ACCEL_CPU_INLINE_ELEMENTS ((uint64_t)1 << 16)
+
 // device ops: stream_*.
 accel_status_t accel_cpu_stream_create(void* device, accel_stream_flags_t flags,
                                        void** out_stream);
@@ -355,6 +411,10 @@ accel_status_t accel_cpu_op_sum(void* device, void* stream, void* out,
                                 uint64_t count);
 accel_status_t accel_cpu_op_gemm(void* device, void* stream,
                                  const accel_plugin_gemm_t* gemm);
+
+// Frees the GEMM scratch block the plugin kept (gemm.c). NULL is ignored.
+// Called by unload.
+void accel_cpu_scratch_destroy(accel_cpu_scratch_t* scratch);
 
 // Elementwise op codes shared by ops.c and kernels.c.
 typedef enum accel_cpu_op_kind {

@@ -161,8 +161,59 @@ static void accel_cpu_gemm_scale_c(const accel_plugin_gemm_t* g) {
   }
 }
 
+// The f32 scratch of the f16/bf16 path: the A and B panels, and C when it
+// is f16/bf16. Fresh memory costs a page fault per 4 KiB on first touch
+// (with the kernel zeroing each page): at 4096^3 that was 96 MiB, about
+// 60 ms of a 750 ms product on the development VM, more than the
+// conversions themselves. So the plugin keeps the last scratch block (one,
+// whichever GEMM gave it back last) for the next GEMM, up to
+// ACCEL_CPU_GEMM_SCRATCH_KEEP bytes; larger blocks are freed after use.
+// Concurrent GEMMs (other streams) that find the slot empty allocate
+// their own. unload frees the kept block.
+#define ACCEL_CPU_GEMM_SCRATCH_KEEP ((size_t)128 << 20)
+
+struct accel_cpu_scratch {
+  size_t size;  // usable bytes after the header
+  _Alignas(ACCEL_CPU_ALIGNMENT) unsigned char data[];
+};
+
+// Takes the kept block if it holds `size` bytes, else allocates one. NULL
+// when out of host memory.
+static accel_cpu_scratch_t* accel_cpu_scratch_take(accel_cpu_plugin_t* plugin,
+                                                   size_t size) {
+  accel_cpu_scratch_t* s = atomic_exchange(&plugin->gemm_scratch, NULL);
+  if (s != NULL && s->size >= size) return s;
+  free(s);
+  size_t rounded =
+      (size + ACCEL_CPU_ALIGNMENT - 1) & ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+  if (rounded < size || rounded > SIZE_MAX - sizeof(*s)) return NULL;
+  s = aligned_alloc(ACCEL_CPU_ALIGNMENT, sizeof(*s) + rounded);
+  if (s != NULL) s->size = rounded;
+  return s;
+}
+
+// Keeps `s` for the next GEMM (freeing a block kept meanwhile), or frees it
+// when it is too large to keep.
+static void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin,
+                                   accel_cpu_scratch_t* s) {
+  if (s->size > ACCEL_CPU_GEMM_SCRATCH_KEEP) {
+    free(s);
+    return;
+  }
+  free(atomic_exchange(&plugin->gemm_scratch, s));
+}
+
+void accel_cpu_scratch_destroy(accel_cpu_scratch_t* scratch) { free(scratch); }
+
+// Bytes of f32 scratch for `elems` elements, rounded to whole cache lines.
+static size_t accel_cpu_f32_bytes(uint64_t elems) {
+  return ((size_t)elems * sizeof(float) + ACCEL_CPU_ALIGNMENT - 1) &
+         ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+}
+
 // f16/bf16 inputs: panels of op(A) columns / op(B) rows converted to f32.
-static accel_status_t accel_cpu_gemm_half(accel_cpu_pool_t* pool,
+static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
+                                          accel_cpu_pool_t* pool,
                                           const accel_cpu_gemm_task_t* t,
                                           char* message, size_t size) {
   const accel_plugin_gemm_t* g = &t->g;
@@ -171,17 +222,19 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_pool_t* pool,
   if (kc > g->k) kc = g->k;
   if (kc > INT_MAX) kc = INT_MAX;
   bool c_half = g->c_dtype != ACCEL_DTYPE_F32;
-  float* a32 = malloc((size_t)(g->m * kc) * sizeof(float));
-  float* b32 = malloc((size_t)(kc * g->n) * sizeof(float));
-  float* c32 =
-      c_half ? malloc((size_t)(g->m * g->n) * sizeof(float)) : (float*)g->c;
-  if (a32 == NULL || b32 == NULL || c32 == NULL) {
-    free(a32);
-    free(b32);
-    if (c_half) free(c32);
+  size_t a_bytes = accel_cpu_f32_bytes(g->m * kc);
+  size_t b_bytes = accel_cpu_f32_bytes(kc * g->n);
+  size_t c_bytes = c_half ? accel_cpu_f32_bytes(g->m * g->n) : 0;
+  accel_cpu_scratch_t* scratch =
+      accel_cpu_scratch_take(plugin, a_bytes + b_bytes + c_bytes);
+  if (scratch == NULL) {
     snprintf(message, size, "gemm: out of host memory for f32 panels");
     return ACCEL_ERROR_OUT_OF_MEMORY;
   }
+  float* a32 = (float*)scratch->data;
+  float* b32 = (float*)(scratch->data + a_bytes);
+  float* c32 =
+      c_half ? (float*)(scratch->data + a_bytes + b_bytes) : (float*)g->c;
   uint64_t ldc32 = c_half ? g->n : g->ldc;
   if (c_half && g->beta != 0) {
     accel_cpu_rows_t r = {true, g->c_dtype, g->c, g->ldc, c32,
@@ -229,10 +282,8 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_pool_t* pool,
     accel_cpu_rows_t r = {false, g->c_dtype, g->c, g->ldc, c32,
                           g->n,  g->m,       g->n, 0};
     accel_cpu_rows_convert(pool, &r);
-    free(c32);
   }
-  free(a32);
-  free(b32);
+  accel_cpu_scratch_give(plugin, scratch);
   return ACCEL_OK;
 }
 
@@ -246,7 +297,7 @@ static accel_status_t accel_cpu_gemm_call(accel_cpu_device_t* device, void* arg,
     return ACCEL_OK;
   }
   if (g->a_dtype != ACCEL_DTYPE_F32) {
-    return accel_cpu_gemm_half(pool, t, message, size);
+    return accel_cpu_gemm_half(device->plugin, pool, t, message, size);
   }
   // f32: k in panels of at most INT_MAX, accumulating after the first.
   for (uint64_t k0 = 0; k0 < g->k; k0 += INT_MAX) {

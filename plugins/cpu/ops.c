@@ -42,6 +42,14 @@ static accel_status_t accel_cpu_op_submit(void* device_ptr, void* stream,
   accel_cpu_pool_t* pool = NULL;
   accel_status_t status = accel_cpu_pool_get(device->plugin, &pool);
   if (status != ACCEL_OK) return status;
+  if (op->count <= ACCEL_CPU_INLINE_ELEMENTS &&
+      accel_cpu_stream_inline_begin(stream, false)) {
+    // Small: run it here (see stream.c); a failure is the stream's error.
+    char reason[ACCEL_CPU_MESSAGE_SIZE] = "queued work failed";
+    status = accel_cpu_op_execute(pool, op, reason, sizeof(reason));
+    accel_cpu_stream_inline_end(stream, false, status, reason);
+    return ACCEL_OK;
+  }
   accel_cpu_task_t* task =
       accel_cpu_task_create_call(accel_cpu_op_call, sizeof(*op));
   if (task == NULL) {

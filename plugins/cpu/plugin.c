@@ -29,6 +29,7 @@ static void accel_cpu_unload(void* plugin_ptr) {
   // Every stream is gone by now, so nothing uses the pool or the BLAS.
   accel_cpu_pool_destroy(atomic_load(&plugin->pool));
   accel_cpu_blas_destroy(atomic_load(&plugin->blas));
+  accel_cpu_scratch_destroy(atomic_load(&plugin->gemm_scratch));
   pthread_mutex_destroy(&plugin->mutex);
   free(plugin);
 }

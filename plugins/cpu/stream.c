@@ -15,6 +15,34 @@
 // runtime reports a sticky fault. After a failure, data tasks are skipped
 // but RECORD and WAIT tasks still run, so events complete (carrying the
 // error) and nothing waiting on them hangs.
+//
+// Inline execution. Waking the worker costs microseconds (a futex wake-up
+// across CPUs, then another to wake whoever synchronises), against ~50 ns
+// for a 4 KiB memcpy. So small work submitted to an idle stream runs on
+// the calling thread instead (accel_cpu_stream_inline_begin/_end, used by
+// memory.c, ops.c and module.c, which pick what is small enough). "Idle"
+// is `completed == enqueued` under the mutex: nothing queued, nothing
+// running on the worker (a task being run, a WAIT blocked on its event) or
+// inline on another thread; plus no sticky error, so that the skipping of
+// data tasks after a failure stays the worker's alone. Inline work counts
+// as enqueued when it starts and completed when it ends, exactly as a task
+// would, so query, synchronize and events see it like queued work:
+// - while it runs, `completed < enqueued`, so work that another thread
+//   submits meanwhile is queued (never run inline) and the worker does not
+//   start it before `inline_busy` clears: stream order is kept;
+// - an event recorded after it, from any thread, completes after it, with
+//   a later timestamp;
+// - a failure becomes the sticky error, with the message the worker would
+//   have stored ("cpu:N: <reason>").
+// Inline work runs with the mutex released (`inline_busy` keeps the order
+// instead), because a kernel is user code that may call accel on this
+// same stream: an enqueue from it then queues behind it, a query reports
+// "not done", as on the worker. Only copies and fills of up to 64 KiB
+// (a memcpy of a few µs at most, no lock, no user code) keep the mutex
+// from begin to end (`hold`), saving a lock round trip that is a third of
+// the cost of a 4 KiB copy; other threads then wait for the mutex instead
+// of the flag. A RECORD task on an idle stream completes at once in
+// submit, under the mutex, exactly as the worker would run it next.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +60,7 @@ struct accel_cpu_stream {
   accel_cpu_task_t* tail;
   uint64_t enqueued;
   uint64_t completed;
+  bool inline_busy;  // inline work runs on a caller's thread (see above)
   bool stopping;
   accel_status_t error;
   char message[ACCEL_CPU_MESSAGE_SIZE];
@@ -64,10 +93,31 @@ accel_cpu_device_t* accel_cpu_stream_device(accel_cpu_stream_t* stream) {
   return stream->device;
 }
 
+// Runs a RECORD task: completes its event with the stream's error so far.
+// Mutex held (lock order: stream, then event), so that the event completes
+// together with the stream's count: once either is seen finished, so is
+// the other. Frees the task.
+static void accel_cpu_stream_record(accel_cpu_stream_t* stream,
+                                    accel_cpu_task_t* task) {
+  accel_cpu_event_complete(task, stream->error, stream->message);
+  accel_cpu_event_release(task->u.event.event);
+  free(task);
+}
+
 void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
                              accel_cpu_task_t* task) {
   task->next = NULL;
   pthread_mutex_lock(&stream->mutex);
+  if (task->kind == ACCEL_CPU_TASK_RECORD &&
+      stream->completed == stream->enqueued) {
+    // Idle: the worker would run it next, the same way. A sticky error
+    // does not matter here: the record carries it either way.
+    stream->enqueued++;
+    accel_cpu_stream_record(stream, task);
+    stream->completed++;
+    pthread_mutex_unlock(&stream->mutex);
+    return;
+  }
   if (stream->tail != NULL) {
     stream->tail->next = task;
   } else {
@@ -79,15 +129,54 @@ void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
   pthread_mutex_unlock(&stream->mutex);
 }
 
-// Runs one task on the worker of a stream of `device`. `failed` says
-// whether the stream already has an error; `status` and `message` carry it
-// to RECORD tasks. Returns the task's own status; a failing CALL task
-// writes its reason into `out_message`. Releases the event reference of
-// RECORD and WAIT tasks.
+bool accel_cpu_stream_inline_begin(accel_cpu_stream_t* stream, bool hold) {
+  pthread_mutex_lock(&stream->mutex);
+  bool idle = stream->completed == stream->enqueued &&
+              stream->error == ACCEL_OK && !stream->stopping;
+  if (!idle) {
+    pthread_mutex_unlock(&stream->mutex);
+    return false;
+  }
+  stream->enqueued++;
+  if (!hold) {
+    stream->inline_busy = true;
+    pthread_mutex_unlock(&stream->mutex);
+  }
+  return true;
+}
+
+// Stores the first failure as the stream's sticky error. Mutex held.
+static void accel_cpu_stream_fail(accel_cpu_stream_t* stream,
+                                  accel_status_t status, const char* reason) {
+  if (status == ACCEL_OK || stream->error != ACCEL_OK) return;
+  stream->error = status;
+  snprintf(stream->message, sizeof(stream->message), "cpu:%u: %.480s",
+           stream->device->index, reason);
+}
+
+void accel_cpu_stream_inline_end(accel_cpu_stream_t* stream, bool held,
+                                 accel_status_t status, const char* reason) {
+  if (!held) pthread_mutex_lock(&stream->mutex);
+  accel_cpu_stream_fail(stream, status, reason);
+  stream->completed++;
+  if (!held) {
+    stream->inline_busy = false;
+    // Work queued meanwhile waits for the worker, which waits for us.
+    if (stream->head != NULL || stream->stopping) {
+      pthread_cond_signal(&stream->work_cv);
+    }
+    pthread_cond_broadcast(&stream->done_cv);
+  }
+  pthread_mutex_unlock(&stream->mutex);
+}
+
+// Runs one task other than RECORD on the worker of a stream of `device`.
+// `failed` says whether the stream already has an error, in which case
+// data tasks are skipped. Returns the task's own status; a failing CALL
+// task writes its reason into `out_message`. Releases the event reference
+// of WAIT tasks.
 static accel_status_t accel_cpu_task_run(accel_cpu_device_t* device,
                                          accel_cpu_task_t* task, bool failed,
-                                         accel_status_t status,
-                                         const char* message,
                                          char* out_message) {
   switch (task->kind) {
     case ACCEL_CPU_TASK_COPY:
@@ -105,9 +194,7 @@ static accel_status_t accel_cpu_task_run(accel_cpu_device_t* device,
       return task->u.call.fn(device, task->u.call.arg, out_message,
                              ACCEL_CPU_MESSAGE_SIZE);
     case ACCEL_CPU_TASK_RECORD:
-      accel_cpu_event_complete(task, status, message);
-      accel_cpu_event_release(task->u.event.event);
-      break;
+      break;  // accel_cpu_stream_record, under the mutex
     case ACCEL_CPU_TASK_WAIT:
       accel_cpu_event_wait(task->u.event.event, task->u.event.gen);
       accel_cpu_event_release(task->u.event.event);
@@ -118,12 +205,12 @@ static accel_status_t accel_cpu_task_run(accel_cpu_device_t* device,
 
 static void* accel_cpu_stream_worker(void* arg) {
   accel_cpu_stream_t* stream = arg;
-  char message[ACCEL_CPU_MESSAGE_SIZE] = "";
   char reason[ACCEL_CPU_MESSAGE_SIZE] = "";
   accel_cpu_device_t* device = stream->device;
   pthread_mutex_lock(&stream->mutex);
   for (;;) {
-    while (stream->head == NULL && !stream->stopping) {
+    // Work queued behind inline work waits for it to finish.
+    while ((stream->head == NULL && !stream->stopping) || stream->inline_busy) {
       pthread_cond_wait(&stream->work_cv, &stream->mutex);
     }
     accel_cpu_task_t* task = stream->head;
@@ -132,29 +219,16 @@ static void* accel_cpu_stream_worker(void* arg) {
     if (stream->head == NULL) stream->tail = NULL;
     accel_status_t status = ACCEL_OK;
     if (task->kind == ACCEL_CPU_TASK_RECORD) {
-      // Cheap, and run under the stream's mutex (lock order: stream, then
-      // event) so that the event completes together with the stream's
-      // count: once either is seen finished, so is the other.
-      status = accel_cpu_task_run(device, task, stream->error != ACCEL_OK,
-                                  stream->error, stream->message, reason);
-      free(task);
+      accel_cpu_stream_record(stream, task);
     } else {
-      accel_status_t error = stream->error;
-      if (error != ACCEL_OK) {
-        memcpy(message, stream->message, sizeof(message));
-      }
+      bool failed = stream->error != ACCEL_OK;
       pthread_mutex_unlock(&stream->mutex);
       strcpy(reason, "queued work failed");
-      status = accel_cpu_task_run(device, task, error != ACCEL_OK, error,
-                                  message, reason);
+      status = accel_cpu_task_run(device, task, failed, reason);
       free(task);
       pthread_mutex_lock(&stream->mutex);
     }
-    if (status != ACCEL_OK && stream->error == ACCEL_OK) {
-      stream->error = status;
-      snprintf(stream->message, sizeof(stream->message), "cpu:%u: %.480s",
-               device->index, reason);
-    }
+    accel_cpu_stream_fail(stream, status, reason);
     stream->completed++;
     pthread_cond_broadcast(&stream->done_cv);
   }
