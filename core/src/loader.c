@@ -182,6 +182,15 @@ static accel_status_t accel__default_op_gemm(void* device, void* stream,
   return accel__op_unsupported("gemm");
 }
 
+// A plugin without op_gemm_workspace (or built before ABI 1.2) wants no
+// GEMM workspace: 0 bytes, so accel_op_gemm never tests for NULL.
+static accel_status_t accel__default_op_gemm_workspace(
+    void* device, const accel_plugin_gemm_t* gemm, uint64_t* out_bytes) {
+  (void)device, (void)gemm;
+  *out_bytes = 0;
+  return ACCEL_OK;
+}
+
 // Fills every built-in op the plugin left NULL (or predates) with a stub.
 static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->op_fill == NULL) o->op_fill = accel__default_op_fill;
@@ -192,6 +201,9 @@ static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->op_mul == NULL) o->op_mul = accel__default_op_mul;
   if (o->op_sum == NULL) o->op_sum = accel__default_op_sum;
   if (o->op_gemm == NULL) o->op_gemm = accel__default_op_gemm;
+  if (o->op_gemm_workspace == NULL) {
+    o->op_gemm_workspace = accel__default_op_gemm_workspace;
+  }
 }
 
 static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,

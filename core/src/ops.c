@@ -3,7 +3,8 @@
 // Built-in ops (DESIGN decision 12): the core checks streams, dtypes,
 // counts, bounds and devices once, with messages that name the operand and
 // the numbers, and hands the plugin only requests it can run blindly. The
-// checks are a handful of compares and never allocate.
+// checks are a handful of compares and never allocate; the one allocation
+// is a GEMM's workspace, lent from the caching allocator (ABI 1.2).
 #include <string.h>
 
 #include "internal.h"
@@ -482,6 +483,48 @@ static accel_status_t accel__check_gemm_overlap(const char* what,
                      in->offset, in->offset + in->bytes);
 }
 
+// Lends the GEMM `p` the workspace the plugin asks for (ABI 1.2): a buffer
+// of the caching allocator bound to `stream`, like accel_stream_alloc_buffer,
+// so it shows in the statistics, an out-of-memory empties the cache and
+// retries, and freeing it right after the GEMM is enqueued returns it to
+// the stream's pool for the stream's later work. Sets `*out_workspace`
+// (NULL when none is wanted) and the workspace fields of `p`.
+static accel_status_t accel__gemm_workspace(const char* what,
+                                            accel_stream_t* stream,
+                                            accel_plugin_gemm_t* p,
+                                            accel_buffer_t** out_workspace) {
+  *out_workspace = NULL;
+  accel_device_t* d = stream->device;
+  uint64_t bytes = 0;
+  accel_status_t status = d->ops->op_gemm_workspace(d->impl, p, &bytes);
+  if (status != ACCEL_OK || bytes == 0) return status;
+  if ((uint64_t)(size_t)bytes != bytes) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_DEVICE_MEMORY,
+                       "%s: %s: the backend asked for a GEMM workspace of "
+                       "%llu bytes, more than size_t holds",
+                       what, d->uri, (unsigned long long)bytes);
+  }
+  status = accel__allocator_alloc(d, stream, (size_t)bytes, out_workspace);
+  if (status != ACCEL_OK) {
+    // Say what the memory was for; the allocator's message says why not.
+    char reason[768];
+    const char* message = accel_last_error();
+    size_t len = strnlen(message, sizeof(reason) - 1);
+    memcpy(reason, message, len);
+    reason[len] = '\0';
+    char size[32];
+    accel__format_bytes(size, sizeof(size), bytes);
+    return accel__fail(status,
+                       "%s: the GEMM workspace of %llu bytes (%s) the backend "
+                       "asked for: %s",
+                       what, (unsigned long long)bytes, size, reason);
+  }
+  p->workspace = accel__buffer_mem(*out_workspace);
+  p->workspace_offset = accel__buffer_offset(*out_workspace, 0);
+  p->workspace_size = bytes;
+  return ACCEL_OK;
+}
+
 accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
   static const char what[] = "accel_op_gemm";
   accel_status_t status = accel__check_stream(what, stream);
@@ -554,7 +597,17 @@ accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
   p.c = accel__buffer_mem(c.buffer);
   p.c_offset = accel__buffer_offset(c.buffer, c.offset);
   p.ldc = c.ld;
-  accel_device_t* d = stream->device;
-  status = d->ops->op_gemm(d->impl, stream->impl, &p);
+  p.workspace = NULL;
+  p.workspace_offset = 0;
+  p.workspace_size = 0;
+  accel_buffer_t* workspace = NULL;
+  status = accel__gemm_workspace(what, stream, &p, &workspace);
+  if (status == ACCEL_OK) {
+    accel_device_t* d = stream->device;
+    status = d->ops->op_gemm(d->impl, stream->impl, &p);
+  }
+  // Back to the stream's pool at once: only work enqueued after the GEMM
+  // on this stream can reuse it (allocator.c, stream-ordered reuse).
+  accel_buffer_release(workspace);
   return status == ACCEL_OK ? ACCEL_OK : accel__op_result(what, stream, status);
 }

@@ -23,8 +23,9 @@
 // Locking: the plugin mutex guards the driver and cuBLAS loading; each
 // device mutex guards its lazily loaded ops module and peer-access cache;
 // each stream mutex guards its lazily created cuBLAS handle and sum
-// scratch. Never more than one of them is held at a time, except stream
-// then device (gemm.c, ops.c), never the other way.
+// scratch, and is held across a GEMM's cublasSetWorkspace and cublasGemmEx
+// (the workspace changes per GEMM). Never more than one of them is held at
+// a time, except stream then device (gemm.c, ops.c), never the other way.
 #ifndef ACCEL_PLUGINS_CUDA_ACCEL_CUDA_H_
 #define ACCEL_PLUGINS_CUDA_ACCEL_CUDA_H_
 
@@ -188,9 +189,11 @@ typedef struct accel_cuda_stream {
   accel_cuda_device_t* device;
   CUstream stream;
   pthread_mutex_t mutex;
-  void* blas_handle;      // cublasHandle_t bound to `stream` (gemm.c)
-  CUdeviceptr workspace;  // its cuBLAS workspace
-  CUdeviceptr scratch;    // per-block partial sums (ops.c)
+  void* blas_handle;  // cublasHandle_t bound to `stream` (gemm.c)
+  // Its own cuBLAS workspace, allocated only for a core older than ABI 1.2
+  // (a newer core lends one with each GEMM).
+  CUdeviceptr workspace;
+  CUdeviceptr scratch;  // per-block partial sums (ops.c)
 } accel_cuda_stream_t;
 
 accel_status_t accel_cuda_stream_create(void* device,
@@ -293,11 +296,14 @@ accel_status_t accel_cuda_op_sum(void* device, void* stream, void* out,
                                  uint64_t count);
 accel_status_t accel_cuda_op_gemm(void* device, void* stream,
                                   const accel_plugin_gemm_t* gemm);
+accel_status_t accel_cuda_op_gemm_workspace(void* device,
+                                            const accel_plugin_gemm_t* gemm,
+                                            uint64_t* out_bytes);
 
 // Frees the ops module of `device` (device_close; context pushed).
 void accel_cuda_ops_unload(accel_cuda_device_t* device);
 
-// Destroys the cuBLAS handle and workspace of `stream`, if any
+// Destroys the cuBLAS handle and own workspace of `stream`, if any
 // (stream_destroy, after the stream has drained; context pushed).
 void accel_cuda_gemm_release(accel_cuda_stream_t* stream);
 

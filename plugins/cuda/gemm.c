@@ -14,10 +14,21 @@
 //
 // Each stream gets its own cuBLAS handle, created at its first GEMM, bound
 // to the stream once (cublasSetStream) and destroyed with the stream, so
-// concurrent GEMMs on different streams never share a handle. The
-// workspace cuBLAS needs is allocated with cuMemAlloc per handle: plugins
-// cannot reach the core's caching allocator (no host entry for it in ABI
-// 1.1), so it does not show in the core's memory statistics.
+// concurrent GEMMs on different streams never share a handle.
+//
+// Workspace (ABI 1.2): op_gemm_workspace asks the core for 32 MiB on sm_90
+// and newer, 4 MiB before (what the cuBLAS documentation recommends for
+// cublasSetWorkspace), and the core lends it from its caching allocator
+// with each GEMM, so it shows in the memory statistics and an OOM can empty
+// the cache. The lent memory changes from GEMM to GEMM, so every GEMM sets
+// it on the handle (cublasSetWorkspace only stores the pointer) and holds
+// the stream's mutex across cublasSetWorkspace and cublasGemmEx: two
+// threads may enqueue GEMMs on one stream at once, and the handle's
+// workspace is shared state (cuBLAS: a handle's configuration must not
+// change under another thread's call). The GEMMs are serialised on the
+// stream anyway. A core older than ABI 1.2 lends nothing: the handle then
+// gets its own workspace from cuMemAlloc, at its first such GEMM, outside
+// the core's statistics, as before.
 #include <cublas_api.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -27,7 +38,7 @@
 
 #include "accel_cuda.h"
 
-// Workspace per handle, as the cuBLAS documentation recommends for
+// Workspace per GEMM, as the cuBLAS documentation recommends for
 // cublasSetWorkspace: 32 MiB on Hopper and newer, 4 MiB before.
 #define ACCEL_CUDA_WORKSPACE_SM90 (32u << 20)
 #define ACCEL_CUDA_WORKSPACE_DEFAULT (4u << 20)
@@ -202,47 +213,60 @@ void accel_cuda_gemm_release(accel_cuda_stream_t* stream) {
   }
 }
 
-// Returns the stream's cuBLAS handle, creating it (bound to the stream,
-// with its workspace) at the first GEMM. The caller pushed the context.
+static size_t accel_cuda_gemm_workspace_bytes(
+    const accel_cuda_device_t* device) {
+  return device->sm_major >= 9 ? ACCEL_CUDA_WORKSPACE_SM90
+                               : ACCEL_CUDA_WORKSPACE_DEFAULT;
+}
+
+// Returns the stream's cuBLAS handle, creating it (bound to the stream) at
+// the first GEMM. The caller pushed the context and holds stream->mutex.
 static accel_status_t accel_cuda_gemm_handle(accel_cuda_stream_t* stream,
                                              const accel_cuda_blas_t* blas,
                                              cublasHandle_t* out) {
+  *out = stream->blas_handle;
+  if (*out != NULL) return ACCEL_OK;
   accel_cuda_device_t* device = stream->device;
-  accel_status_t status = ACCEL_OK;
-  pthread_mutex_lock(&stream->mutex);
-  if (stream->blas_handle == NULL) {
-    cublasHandle_t handle = NULL;
-    size_t bytes = device->sm_major >= 9 ? ACCEL_CUDA_WORKSPACE_SM90
-                                         : ACCEL_CUDA_WORKSPACE_DEFAULT;
-    CUdeviceptr workspace = 0;
-    cublasStatus_t s = blas->create(&handle);
-    CUresult r = CUDA_SUCCESS;
-    if (s != CUBLAS_STATUS_SUCCESS) {
-      status = accel_cuda_blas_fail(device, blas, s, "cublasCreate");
-    } else if ((s = blas->set_stream(handle, (cudaStream_t)stream->stream)) !=
-               CUBLAS_STATUS_SUCCESS) {
-      status = accel_cuda_blas_fail(device, blas, s, "cublasSetStream");
-    } else if ((r = device->cu->cuMemAlloc(&workspace, bytes)) !=
-               CUDA_SUCCESS) {
-      status = accel_cuda_device_fail(device, r,
-                                      "cuMemAlloc (cuBLAS "
-                                      "workspace)");
-    } else if ((s = blas->set_workspace(handle, (void*)(uintptr_t)workspace,
-                                        bytes)) != CUBLAS_STATUS_SUCCESS) {
-      // After cublasSetStream, which resets the workspace to the default.
-      status = accel_cuda_blas_fail(device, blas, s, "cublasSetWorkspace");
-    }
-    if (status == ACCEL_OK) {
-      stream->blas_handle = handle;
-      stream->workspace = workspace;
-    } else {
-      if (handle != NULL) (void)blas->destroy(handle);
-      if (workspace != 0) (void)device->cu->cuMemFree(workspace);
+  cublasHandle_t handle = NULL;
+  cublasStatus_t s = blas->create(&handle);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return accel_cuda_blas_fail(device, blas, s, "cublasCreate");
+  }
+  s = blas->set_stream(handle, (cudaStream_t)stream->stream);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    (void)blas->destroy(handle);
+    return accel_cuda_blas_fail(device, blas, s, "cublasSetStream");
+  }
+  stream->blas_handle = handle;
+  *out = handle;
+  return ACCEL_OK;
+}
+
+// The workspace for GEMM `g`: the one the core lent, or else (a core older
+// than ABI 1.2) the stream's own, allocated at the first such GEMM. The
+// caller pushed the context and holds stream->mutex.
+static accel_status_t accel_cuda_gemm_workspace(accel_cuda_stream_t* stream,
+                                                const accel_plugin_gemm_t* g,
+                                                CUdeviceptr* out_ptr,
+                                                size_t* out_size) {
+  if (ACCEL_PLUGIN_HAS_FIELD(g, accel_plugin_gemm_t, workspace_size) &&
+      g->workspace != NULL && g->workspace_size != 0) {
+    *out_ptr = accel_cuda_ptr(g->workspace, g->workspace_offset);
+    *out_size = (size_t)g->workspace_size;
+    return ACCEL_OK;
+  }
+  accel_cuda_device_t* device = stream->device;
+  size_t bytes = accel_cuda_gemm_workspace_bytes(device);
+  if (stream->workspace == 0) {
+    CUresult r = device->cu->cuMemAlloc(&stream->workspace, bytes);
+    if (r != CUDA_SUCCESS) {
+      stream->workspace = 0;
+      return accel_cuda_device_fail(device, r, "cuMemAlloc (cuBLAS workspace)");
     }
   }
-  *out = stream->blas_handle;
-  pthread_mutex_unlock(&stream->mutex);
-  return status;
+  *out_ptr = stream->workspace;
+  *out_size = bytes;
+  return ACCEL_OK;
 }
 
 static cudaDataType accel_cuda_blas_type(uint32_t dtype) {
@@ -267,10 +291,10 @@ static accel_status_t accel_cuda_gemm_scale(accel_cuda_stream_t* stream,
                                g->m * g->n, params, "gemm");
 }
 
-accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
-                                  const accel_plugin_gemm_t* g) {
-  accel_cuda_device_t* device = device_ptr;
-  accel_cuda_stream_t* stream = stream_ptr;
+// Refuses what cublasGemmEx cannot do here: unknown dtype combinations
+// and dimensions beyond int.
+static accel_status_t accel_cuda_gemm_check(const accel_cuda_device_t* device,
+                                            const accel_plugin_gemm_t* g) {
   const accel_host_t* host = device->host;
   bool half_in =
       g->a_dtype == ACCEL_DTYPE_F16 || g->a_dtype == ACCEL_DTYPE_BF16;
@@ -289,14 +313,52 @@ accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
                       "are not supported",
                       device->prefix, INT_MAX);
   }
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cuda_op_gemm_workspace(void* device_ptr,
+                                            const accel_plugin_gemm_t* g,
+                                            uint64_t* out_bytes) {
+  accel_cuda_device_t* device = device_ptr;
+  *out_bytes = 0;
+  accel_status_t status = accel_cuda_gemm_check(device, g);
+  // k == 0 runs the scale kernel, not cuBLAS. Without cuBLAS the GEMM
+  // fails: say so now rather than after allocating its workspace.
+  if (status != ACCEL_OK || g->k == 0) return status;
+  const accel_cuda_blas_t* blas = NULL;
+  status = accel_cuda_blas_get(device->plugin, &blas);
+  if (status == ACCEL_OK) *out_bytes = accel_cuda_gemm_workspace_bytes(device);
+  return status;
+}
+
+accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
+                                  const accel_plugin_gemm_t* g) {
+  accel_cuda_device_t* device = device_ptr;
+  accel_cuda_stream_t* stream = stream_ptr;
+  accel_status_t status = accel_cuda_gemm_check(device, g);
+  if (status != ACCEL_OK) return status;
   if (g->k == 0) return accel_cuda_gemm_scale(stream, g);
   const accel_cuda_blas_t* blas = NULL;
-  accel_status_t status = accel_cuda_blas_get(device->plugin, &blas);
+  status = accel_cuda_blas_get(device->plugin, &blas);
   if (status != ACCEL_OK) return status;
   status = accel_cuda_context_push(device, "gemm");
   if (status != ACCEL_OK) return status;
+  // Held until cublasGemmEx has enqueued: see the top of this file.
+  pthread_mutex_lock(&stream->mutex);
   cublasHandle_t handle = NULL;
+  CUdeviceptr workspace = 0;
+  size_t workspace_size = 0;
   status = accel_cuda_gemm_handle(stream, blas, &handle);
+  if (status == ACCEL_OK) {
+    status = accel_cuda_gemm_workspace(stream, g, &workspace, &workspace_size);
+  }
+  if (status == ACCEL_OK) {
+    cublasStatus_t s = blas->set_workspace(handle, (void*)(uintptr_t)workspace,
+                                           workspace_size);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      status = accel_cuda_blas_fail(device, blas, s, "cublasSetWorkspace");
+    }
+  }
   if (status == ACCEL_OK) {
     float alpha = (float)g->alpha, beta = (float)g->beta;
     cublasComputeType_t compute =
@@ -318,6 +380,7 @@ accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
       status = accel_cuda_blas_fail(device, blas, s, "cublasGemmEx");
     }
   }
+  pthread_mutex_unlock(&stream->mutex);
   accel_cuda_context_pop(device);
   return status;
 }

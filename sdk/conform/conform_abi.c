@@ -114,6 +114,7 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
       entry ? entry(ACCEL_PLUGIN_ABI_VERSION + 1) : NULL;
   const char* missing = NULL;
   size_t ops_1_1 = offsetof(accel_device_ops_t, op_fill);
+  size_t ops_1_2 = offsetof(accel_device_ops_t, op_gemm_workspace);
   if (entry == NULL || d == NULL) {
     result = conform_report(ctx, CONFORM_FAIL, "no descriptor from %s",
                             ACCEL_PLUGIN_ENTRY_NAME);
@@ -153,11 +154,12 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
                             "launch must be set together");
   } else {
     unsigned optional = 0;
-    const char* names[] = {"host_alloc",       "copy_peer",   "can_access_peer",
-                           "event_elapsed_ms", "module_load", "op_fill",
-                           "op_cast",          "op_scale",    "op_axpy",
-                           "op_add",           "op_mul",      "op_sum",
-                           "op_gemm"};
+    const char* names[] = {
+        "host_alloc",       "copy_peer",        "can_access_peer",
+        "event_elapsed_ms", "module_load",      "op_fill",
+        "op_cast",          "op_scale",         "op_axpy",
+        "op_add",           "op_mul",           "op_sum",
+        "op_gemm",          "op_gemm_workspace"};
     const bool set[] = {CONFORM_OP(ops, host_alloc) != NULL,
                         CONFORM_OP(ops, copy_peer) != NULL,
                         CONFORM_OP(ops, can_access_peer) != NULL,
@@ -170,7 +172,8 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
                         CONFORM_OP(ops, op_add) != NULL,
                         CONFORM_OP(ops, op_mul) != NULL,
                         CONFORM_OP(ops, op_sum) != NULL,
-                        CONFORM_OP(ops, op_gemm) != NULL};
+                        CONFORM_OP(ops, op_gemm) != NULL,
+                        CONFORM_OP(ops, op_gemm_workspace) != NULL};
     char list[256] = "";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
       if (!set[i]) continue;
@@ -183,7 +186,10 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
         ctx, CONFORM_PASS,
         "descriptor %u bytes, device ops %u bytes (ABI 1.%u); %u optional: "
         "%s",
-        d->struct_size, ops->struct_size, ops->struct_size > ops_1_1 ? 1u : 0u,
+        d->struct_size, ops->struct_size,
+        ops->struct_size > ops_1_2   ? 2u
+        : ops->struct_size > ops_1_1 ? 1u
+                                     : 0u,
         optional, optional ? list : "none");
   }
   dlclose(handle);

@@ -97,7 +97,7 @@ TEST(launch_layout) {
 TEST(device_ops_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_device_ops_t, 288);
+  SIZE(accel_device_ops_t, 296);
   FIELD(accel_device_ops_t, struct_size, 0, 4);
   FIELD(accel_device_ops_t, query_props, 8, 8);
   FIELD(accel_device_ops_t, mem_info, 16, 8);
@@ -135,14 +135,16 @@ TEST(device_ops_layout) {
   FIELD(accel_device_ops_t, op_mul, 264, 8);
   FIELD(accel_device_ops_t, op_sum, 272, 8);
   FIELD(accel_device_ops_t, op_gemm, 280, 8);
+  // -- since ABI 1.2 --
+  FIELD(accel_device_ops_t, op_gemm_workspace, 288, 8);
   LAYOUT_END();
 }
 
-// Since ABI 1.1.
+// Since ABI 1.1 (144 bytes); the workspace fields since ABI 1.2.
 TEST(gemm_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_plugin_gemm_t, 144);
+  SIZE(accel_plugin_gemm_t, 168);
   FIELD(accel_plugin_gemm_t, struct_size, 0, 4);
   FIELD(accel_plugin_gemm_t, a_dtype, 4, 4);
   FIELD(accel_plugin_gemm_t, b_dtype, 8, 4);
@@ -165,7 +167,20 @@ TEST(gemm_layout) {
   FIELD(accel_plugin_gemm_t, c, 120, 8);
   FIELD(accel_plugin_gemm_t, c_offset, 128, 8);
   FIELD(accel_plugin_gemm_t, ldc, 136, 8);
+  // -- since ABI 1.2 --
+  FIELD(accel_plugin_gemm_t, workspace, 144, 8);
+  FIELD(accel_plugin_gemm_t, workspace_offset, 152, 8);
+  FIELD(accel_plugin_gemm_t, workspace_size, 160, 8);
   LAYOUT_END();
+  // A plugin handed a 1.1 struct (from an ABI 1.1 core) sees no workspace.
+  accel_plugin_gemm_t g;
+  memset(&g, 0, sizeof(g));
+  g.struct_size = 144;
+  ASSERT(ACCEL_PLUGIN_HAS_FIELD(&g, accel_plugin_gemm_t, ldc));
+  ASSERT(!ACCEL_PLUGIN_HAS_FIELD(&g, accel_plugin_gemm_t, workspace));
+  ASSERT(!ACCEL_PLUGIN_HAS_FIELD(&g, accel_plugin_gemm_t, workspace_size));
+  g.struct_size = (uint32_t)sizeof(g);
+  ASSERT(ACCEL_PLUGIN_HAS_FIELD(&g, accel_plugin_gemm_t, workspace_size));
 }
 
 TEST(plugin_layout) {
@@ -192,7 +207,7 @@ TEST(abi_constants) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
   VALUE(ACCEL_PLUGIN_ABI_VERSION, 1);
-  VALUE(ACCEL_PLUGIN_ABI_MINOR, 1);
+  VALUE(ACCEL_PLUGIN_ABI_MINOR, 2);
   VALUE(ACCEL_DEVICE_OPS_MIN_SIZE, 184);
   VALUE(ACCEL_PLUGIN_MIN_SIZE, 80);
   LAYOUT_END();

@@ -777,7 +777,12 @@ ACCEL_API void accel_gemm_init(accel_gemm_t* gemm);
 // C must not overlap A or B. m or n of 0 enqueues nothing; k of 0 gives
 // C = beta * C. ACCEL_ERROR_INVALID_ARGUMENT for bad shapes, leading
 // dimensions, dtype combinations or buffers too small for the stated
-// shape (the message gives the bytes needed and available).
+// shape (the message gives the bytes needed and available). A backend
+// whose GEMM needs scratch memory (cuBLAS) gets it from the caching
+// allocator of the stream's device, on `stream`, for that GEMM only: it
+// shows as reserved memory in accel_device_query_memory_stats() and is
+// reused by the stream's next GEMM. ACCEL_ERROR_OUT_OF_DEVICE_MEMORY,
+// naming the GEMM workspace, when even an emptied cache cannot hold it.
 ACCEL_API accel_status_t accel_op_gemm(accel_stream_t* stream,
                                        const accel_gemm_t* gemm);
 

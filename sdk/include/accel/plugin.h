@@ -47,7 +47,7 @@ extern "C" {
 
 // Minor ABI version: the number of "since ABI 1.N" additions this header
 // has. Informational: compatibility is decided by struct_size, not by this.
-#define ACCEL_PLUGIN_ABI_MINOR 1u
+#define ACCEL_PLUGIN_ABI_MINOR 2u
 
 // Name of the one exported symbol; pass it to dlsym().
 #define ACCEL_PLUGIN_ENTRY_NAME "accel_plugin_entry"
@@ -233,6 +233,20 @@ typedef struct accel_plugin_gemm {
   void* c;
   uint64_t c_offset;
   uint64_t ldc;
+  // -- since ABI 1.2 --
+  // Device memory the core lends for this one GEMM, from its caching
+  // allocator, when `op_gemm_workspace` asked for some: `workspace_size`
+  // bytes at `workspace_offset` into the plugin memory `workspace` (the
+  // offset is a multiple of 512). It belongs to the core and is valid for
+  // the work `op_gemm` enqueues on its stream, in stream order: the core
+  // releases it as soon as `op_gemm` returns, and only work enqueued later
+  // on the same stream (which runs after this GEMM) or work that waits for
+  // it can reuse it. The plugin must not keep using it for later calls.
+  // NULL with size 0 when the plugin asked for none, and absent (check
+  // ACCEL_PLUGIN_HAS_FIELD) from an ABI 1.1 core, which lends nothing.
+  void* workspace;
+  uint64_t workspace_offset;
+  uint64_t workspace_size;
 } accel_plugin_gemm_t;
 
 // Kind of one kernel argument.
@@ -415,9 +429,26 @@ typedef struct accel_device_ops {
                            uint64_t out_offset, const void* x,
                            uint64_t x_offset, uint32_t dtype, uint64_t count);
   // (optional) Row-major GEMM, see accel_plugin_gemm_t. m, n > 0; k may be
-  // 0 (C = beta * C).
+  // 0 (C = beta * C). Since ABI 1.2 `gemm` carries the workspace that
+  // op_gemm_workspace asked for.
   accel_status_t (*op_gemm)(void* device, void* stream,
                             const accel_plugin_gemm_t* gemm);
+
+  // -- since ABI 1.2 --
+  // (optional) Sets `*out_bytes` to the device memory `op_gemm` wants as
+  // workspace for `gemm` (0 for none). The core calls it just before
+  // `op_gemm`, with the same validated `gemm` (its workspace fields not yet
+  // set), allocates that many bytes from its caching allocator on the
+  // GEMM's stream, passes them in `gemm->workspace` and takes them back
+  // when `op_gemm` returns (see accel_plugin_gemm_t), so the memory shows
+  // in the core's statistics and an out-of-memory empties the cache and
+  // retries. NULL means the plugin never wants any. Called from any thread;
+  // it must not enqueue work. A failure (for example
+  // ACCEL_ERROR_UNSUPPORTED for a GEMM `op_gemm` would refuse) fails the
+  // GEMM with that status before anything is allocated.
+  accel_status_t (*op_gemm_workspace)(void* device,
+                                      const accel_plugin_gemm_t* gemm,
+                                      uint64_t* out_bytes);
 } accel_device_ops_t;
 
 // Smallest device-ops table the core accepts: everything up to and

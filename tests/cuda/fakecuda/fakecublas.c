@@ -16,14 +16,45 @@
 // which the inputs are rounded to TF32 (10 mantissa bits, to nearest, ties
 // away from zero, as cvt.rna.tf32.f32) to mimic the tensor cores. Products
 // accumulate in double; alpha and beta apply in f32, rounded to C's type.
-// Not modelled: device pointer mode for alpha and beta, the workspace's
-// use, algorithms, other cuBLAS functions.
+// The workspace: cublasSetWorkspace checks it is device memory of the
+// handle's context, and each queued GEMM scribbles over the first and last
+// 4 KiB of the workspace in effect when it was queued (as cuBLAS's kernels
+// use it as scratch), faulting if that memory is gone by the time it runs,
+// so a workspace reused or freed before the GEMM has run shows. The
+// test-only fakecublas_last_workspace() reports the workspace of the last
+// GEMM queued.
+//
+// Not modelled: device pointer mode for alpha and beta, the default
+// workspace cuBLAS allocates for itself, algorithms, other cuBLAS
+// functions.
 #include <accel/plugin_dtype.h>
 #include <cublas_api.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fakecuda.h"
+
+// Bytes scribbled at each end of a GEMM's workspace.
+#define FAKECUBLAS_SCRIBBLE 4096u
+
+// The workspace of the last GEMM queued, for fakecublas_last_workspace().
+static pthread_mutex_t fakecublas_last_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t fakecublas_last_ptr;
+static size_t fakecublas_last_size;
+static unsigned long fakecublas_gemms;
+
+// Test-only, not cuBLAS: the workspace in effect for the last cublasGemmEx
+// that queued work (0 and 0 when none was set), and how many such GEMMs
+// there have been. Any argument may be NULL.
+FAKECUDA_API void fakecublas_last_workspace(uintptr_t* out_ptr,
+                                            size_t* out_size,
+                                            unsigned long* out_gemms) {
+  pthread_mutex_lock(&fakecublas_last_lock);
+  if (out_ptr != NULL) *out_ptr = fakecublas_last_ptr;
+  if (out_size != NULL) *out_size = fakecublas_last_size;
+  if (out_gemms != NULL) *out_gemms = fakecublas_gemms;
+  pthread_mutex_unlock(&fakecublas_last_lock);
+}
 
 struct cublasContext {
   CUcontext ctx;  // current at cublasCreate
@@ -103,6 +134,8 @@ typedef struct fakecublas_gemm {
   float alpha, beta;
   uintptr_t a, b, c;
   cudaDataType ab_type, c_type;
+  uintptr_t workspace;  // in effect when queued; 0 if none was set
+  size_t workspace_size;
 } fakecublas_gemm_t;
 
 static size_t fakecublas_size(cudaDataType t) {
@@ -156,8 +189,15 @@ static bool fakecublas_gemm_run(void* arg) {
   if (!fakecuda_range_ok(g->ctx, g->a, es * fakecublas_span(ar, ac, g->lda)) ||
       !fakecuda_range_ok(g->ctx, g->b, es * fakecublas_span(br, bc, g->ldb)) ||
       !fakecuda_range_ok(g->ctx, g->c,
-                         cs * fakecublas_span(g->m, g->n, g->ldc))) {
+                         cs * fakecublas_span(g->m, g->n, g->ldc)) ||
+      !fakecuda_range_ok(g->ctx, g->workspace, g->workspace_size)) {
     return false;
+  }
+  if (g->workspace_size != 0) {
+    size_t n = g->workspace_size < FAKECUBLAS_SCRIBBLE ? g->workspace_size
+                                                       : FAKECUBLAS_SCRIBBLE;
+    memset((void*)g->workspace, 0xa5, n);
+    memset((void*)(g->workspace + g->workspace_size - n), 0x5a, n);
   }
   for (int j = 0; j < g->n; j++) {
     for (int i = 0; i < g->m; i++) {
@@ -233,11 +273,20 @@ FAKECUDA_API cublasStatus_t cublasGemmEx(
                            .b = (uintptr_t)B,
                            .c = (uintptr_t)C,
                            .ab_type = Atype,
-                           .c_type = Ctype};
+                           .c_type = Ctype,
+                           .workspace = (uintptr_t)handle->workspace,
+                           .workspace_size = handle->workspace_size};
   memcpy(&g->alpha, alpha, sizeof(float));  // host pointer mode
   memcpy(&g->beta, beta, sizeof(float));
+  uintptr_t workspace = g->workspace;
+  size_t workspace_size = g->workspace_size;
   CUresult r =
       fakecuda_enqueue(handle->ctx, handle->stream, fakecublas_gemm_run, g);
-  return r == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS
-                           : CUBLAS_STATUS_EXECUTION_FAILED;
+  if (r != CUDA_SUCCESS) return CUBLAS_STATUS_EXECUTION_FAILED;
+  pthread_mutex_lock(&fakecublas_last_lock);
+  fakecublas_last_ptr = workspace;
+  fakecublas_last_size = workspace_size;
+  fakecublas_gemms++;
+  pthread_mutex_unlock(&fakecublas_last_lock);
+  return CUBLAS_STATUS_SUCCESS;
 }

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+//
+// The cuBLAS workspace lent by the core (plugin ABI 1.2), on the test-only
+// driver (libfakecuda, libfakecublas; tests/cuda/CMakeLists.txt names them
+// through ACCEL_CUDA_DRIVER and ACCEL_CUDA_CUBLAS): a GEMM's workspace is a
+// block of the core's caching allocator on the GEMM's stream, so it shows
+// in the memory statistics, is reused by the stream's next GEMM, is not
+// taken by another stream, goes with empty-cache, reaches cuBLAS
+// (fakecublas_last_workspace), and an out-of-memory says it was the GEMM's
+// workspace. The plugin is also driven directly, as a core of ABI 1.1
+// would (a 144-byte GEMM struct, no workspace): it then allocates its
+// own. Tests that need a FAKECUDA_MEMORY value skip without it;
+// CMakeLists.txt runs each with it.
+#include <accel/accel.h>
+#include <accel/plugin.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+
+#define MIB ((uint64_t)1 << 20)
+
+typedef void (*last_workspace_fn_t)(uintptr_t*, size_t*, unsigned long*);
+
+// fakecublas_last_workspace from the libfakecublas the plugin loads (the
+// same path, so the same object), or NULL.
+static last_workspace_fn_t last_workspace(void** out_lib) {
+  const char* path = getenv("ACCEL_CUDA_CUBLAS");
+  *out_lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+  if (*out_lib == NULL) return NULL;
+  void* sym = dlsym(*out_lib, "fakecublas_last_workspace");
+  last_workspace_fn_t fn = NULL;
+  memcpy(&fn, &sym, sizeof(fn));
+  return fn;
+}
+
+// The workspace the plugin asks for on the fake device (FAKECUDA_ARCH,
+// default 90): 32 MiB on sm_90 and newer, 4 MiB before.
+static uint64_t expected_workspace(void) {
+  const char* arch = getenv("FAKECUDA_ARCH");
+  return (arch == NULL || atoi(arch) >= 90) ? 32 * MIB : 4 * MIB;
+}
+
+static accel_memory_stats_t stats_of(accel_device_t* device) {
+  accel_memory_stats_t s;
+  memset(&s, 0, sizeof(s));
+  s.struct_size = sizeof(s);
+  if (accel_device_query_memory_stats(device, &s) != ACCEL_OK) {
+    memset(&s, 0xff, sizeof(s));  // fails every comparison below
+  }
+  return s;
+}
+
+// A 2x3 by 3x2 f32 product: A and B in `ab` (A at 0, B at 24), C in `c` at
+// `c_offset`. k may be 0 (C = beta * C, no cuBLAS).
+static accel_gemm_t small_gemm(accel_buffer_t* ab, accel_buffer_t* c,
+                               size_t c_offset, size_t k) {
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.m = 2, g.n = 2, g.k = k;
+  g.a = ab, g.a_offset = 0;
+  g.b = ab, g.b_offset = 24;
+  g.c = c, g.c_offset = c_offset;
+  g.beta = k == 0 ? 0.5 : 0.0;
+  return g;
+}
+
+// A = [1 2 3; 4 5 6], B = [1 0; 0 1; 1 1]: A B = [4 5; 10 11].
+static const float kAB[12] = {1, 2, 3, 4, 5, 6, 1, 0, 0, 1, 1, 1};
+static const float kProduct[4] = {4, 5, 10, 11};
+
+// Free device memory as the driver counts it.
+static uint64_t driver_free(accel_device_t* device) {
+  accel_device_info_t info;
+  memset(&info, 0, sizeof(info));
+  info.struct_size = sizeof(info);
+  return accel_device_query_info(device, &info) == ACCEL_OK ? info.free_memory
+                                                            : 0;
+}
+
+static accel_status_t setup(accel_device_t** device, accel_buffer_t** ab,
+                            accel_buffer_t** c, size_t c_size) {
+  accel_status_t st = accel_device_open("cuda:0", device);
+  if (st != ACCEL_OK) {
+    printf("  cuda:0: %s\n", accel_last_error());
+    return st;
+  }
+  st = accel_buffer_create(*device, 64, ab);
+  if (!st) st = accel_buffer_write(*ab, 0, kAB, sizeof(kAB));
+  if (!st) st = accel_buffer_create(*device, c_size, c);
+  if (!st) st = accel_buffer_fill(*c, 0, 0, c_size);
+  return st;
+}
+
+static bool product_at(accel_buffer_t* c, size_t offset) {
+  float got[4] = {0};
+  return accel_buffer_read(c, offset, got, sizeof(got)) == ACCEL_OK &&
+         memcmp(got, kProduct, sizeof(got)) == 0;
+}
+
+TEST(fake_gemm_workspace_from_core) {
+  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+  void* lib = NULL;
+  last_workspace_fn_t last = last_workspace(&lib);
+  ASSERT_NOT_NULL(last);
+  uint64_t ws = expected_workspace();
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  ASSERT_OK(setup(&device, &ab, &c, 64));
+  accel_stream_t *s1 = NULL, *s2 = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &s1));
+  ASSERT_OK(accel_stream_create(device, 0, &s2));
+  accel_memory_stats_t m0 = stats_of(device);
+  uint64_t free0 = driver_free(device);
+  unsigned long gemms0 = 0;
+  last(NULL, NULL, &gemms0);
+
+  // The first GEMM on s1: a new segment of exactly the workspace, handed
+  // back (no longer allocated) but cached, and given to cuBLAS.
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_OK(accel_op_gemm(s1, &g));
+  accel_memory_stats_t m1 = stats_of(device);
+  uintptr_t ptr1 = 0, ptr = 0;
+  size_t size = 0;
+  unsigned long gemms = 0;
+  last(&ptr1, &size, &gemms);
+  ASSERT_EQ(gemms, gemms0 + 1);
+  ASSERT_EQ(size, ws);
+  ASSERT_NE(ptr1, 0);
+  ASSERT_EQ(ptr1 % 256, 0);
+  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes + ws);
+  ASSERT_EQ(m1.raw_allocs, m0.raw_allocs + 1);
+  ASSERT_EQ(m1.cache_misses, m0.cache_misses + 1);
+  ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
+  ASSERT_EQ(m1.active_blocks, m0.active_blocks);
+  ASSERT_GE(m1.allocated_bytes_peak, m0.allocated_bytes + ws);
+  // The device memory cuBLAS got is that segment: the plugin allocated
+  // nothing of its own (it does only for a core that lends none).
+  ASSERT_EQ(free0 - driver_free(device), ws);
+
+  // The next GEMM on s1, before s1 has run the first: a cache hit on the
+  // same block (stream order makes that safe), no new segment.
+  g = small_gemm(ab, c, 16, 3);
+  ASSERT_OK(accel_op_gemm(s1, &g));
+  accel_memory_stats_t m2 = stats_of(device);
+  last(&ptr, &size, &gemms);
+  ASSERT_EQ(gemms, gemms0 + 2);
+  ASSERT_EQ(ptr, ptr1);
+  ASSERT_EQ(size, ws);
+  ASSERT_EQ(m2.cache_hits, m1.cache_hits + 1);
+  ASSERT_EQ(m2.raw_allocs, m1.raw_allocs);
+  ASSERT_EQ(m2.reserved_bytes, m1.reserved_bytes);
+
+  // Another stream must not take s1's block while s1 may still use it.
+  g = small_gemm(ab, c, 32, 3);
+  ASSERT_OK(accel_op_gemm(s2, &g));
+  accel_memory_stats_t m3 = stats_of(device);
+  last(&ptr, &size, &gemms);
+  ASSERT_EQ(gemms, gemms0 + 3);
+  ASSERT_NE(ptr, ptr1);
+  ASSERT_EQ(m3.raw_allocs, m2.raw_allocs + 1);
+  ASSERT_EQ(m3.reserved_bytes, m2.reserved_bytes + ws);
+
+  // k == 0 is the scale kernel: no cuBLAS, no workspace.
+  g = small_gemm(ab, c, 48, 0);
+  ASSERT_OK(accel_op_gemm(s2, &g));
+  accel_memory_stats_t m4 = stats_of(device);
+  last(NULL, NULL, &gemms);
+  ASSERT_EQ(gemms, gemms0 + 3);
+  ASSERT_EQ(m4.cache_hits, m3.cache_hits);
+  ASSERT_EQ(m4.cache_misses, m3.cache_misses);
+
+  ASSERT_OK(accel_stream_synchronize(s1));
+  ASSERT_OK(accel_stream_synchronize(s2));
+  ASSERT(product_at(c, 0));
+  ASSERT(product_at(c, 16));
+  ASSERT(product_at(c, 32));
+  // The workspaces are the core's cache: empty-cache gives both back.
+  accel_stream_release(s1);
+  accel_stream_release(s2);
+  ASSERT_OK(accel_device_empty_cache(device));
+  accel_memory_stats_t m5 = stats_of(device);
+  ASSERT_EQ(m5.reserved_bytes, m0.reserved_bytes);
+  ASSERT_EQ(m5.raw_frees, m0.raw_frees + 2);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+  dlclose(lib);
+}
+
+// Threads enqueueing GEMMs on one stream at once: the plugin must not let
+// one thread's cublasSetWorkspace land between another's and its
+// cublasGemmEx (TSan sees the fake handle's fields raced otherwise: 200
+// GEMMs a thread made it report every time when the lock was left out),
+// and each result must be right.
+#define THREADS 4
+#define GEMMS_PER_THREAD 200
+
+typedef struct worker {
+  accel_stream_t* stream;
+  accel_buffer_t* ab;
+  accel_buffer_t* c;
+  size_t c_offset;
+  accel_status_t status;
+} worker_t;
+
+static void* worker_run(void* arg) {
+  worker_t* w = arg;
+  for (int i = 0; i < GEMMS_PER_THREAD && w->status == ACCEL_OK; i++) {
+    accel_gemm_t g = small_gemm(w->ab, w->c, w->c_offset, 3);
+    w->status = accel_op_gemm(w->stream, &g);
+  }
+  return NULL;
+}
+
+TEST(fake_gemm_workspace_threads_one_stream) {
+  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  ASSERT_OK(setup(&device, &ab, &c, 16 * THREADS));
+  accel_stream_t* stream = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &stream));
+  accel_memory_stats_t m0 = stats_of(device);
+  worker_t workers[THREADS];
+  pthread_t threads[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    workers[t] = (worker_t){stream, ab, c, 16 * (size_t)t, ACCEL_OK};
+    ASSERT_EQ(pthread_create(&threads[t], NULL, worker_run, &workers[t]), 0);
+  }
+  for (int t = 0; t < THREADS; t++) pthread_join(threads[t], NULL);
+  for (int t = 0; t < THREADS; t++) ASSERT_OK(workers[t].status);
+  ASSERT_OK(accel_stream_synchronize(stream));
+  for (int t = 0; t < THREADS; t++) ASSERT(product_at(c, 16 * (size_t)t));
+  // At most one workspace per thread in flight at once, all cached.
+  accel_memory_stats_t m1 = stats_of(device);
+  ASSERT_GT(m1.reserved_bytes, m0.reserved_bytes);
+  ASSERT_LE(m1.reserved_bytes,
+            m0.reserved_bytes + THREADS * expected_workspace());
+  ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
+  accel_stream_release(stream);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+}
+
+// FAKECUDA_MEMORY=16 MiB: the 32 MiB workspace can never fit. The GEMM
+// fails before anything is enqueued, and the message says what for.
+TEST(fake_gemm_workspace_oom) {
+  const char* memory = getenv("FAKECUDA_MEMORY");
+  if (memory == NULL || strtoull(memory, NULL, 10) != 16 * MIB) {
+    SKIP("needs FAKECUDA_MEMORY=16777216");
+  }
+  void* lib = NULL;
+  last_workspace_fn_t last = last_workspace(&lib);
+  ASSERT_NOT_NULL(last);
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  ASSERT_OK(setup(&device, &ab, &c, 64));
+  accel_stream_t* stream = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &stream));
+  accel_memory_stats_t m0 = stats_of(device);
+  unsigned long gemms0 = 0, gemms = 0;
+  last(NULL, NULL, &gemms0);
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_EQ(accel_op_gemm(stream, &g), ACCEL_ERROR_OUT_OF_DEVICE_MEMORY);
+  printf("  %s\n", accel_last_error());
+  ASSERT_STR_CONTAINS(accel_last_error(),
+                      "accel_op_gemm: the GEMM workspace of 33554432 bytes "
+                      "(32.00 MiB)");
+  ASSERT_STR_CONTAINS(accel_last_error(), "out of device memory");
+  ASSERT_STR_CONTAINS(accel_last_error(), "more than the device's 16.00 MiB");
+  accel_memory_stats_t m1 = stats_of(device);
+  ASSERT_EQ(m1.ooms, m0.ooms + 1);
+  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes);
+  last(NULL, NULL, &gemms);
+  ASSERT_EQ(gemms, gemms0);  // cuBLAS never saw it
+  // Nothing else is harmed: k == 0 needs no workspace.
+  g = small_gemm(ab, c, 0, 0);
+  ASSERT_OK(accel_op_gemm(stream, &g));
+  ASSERT_OK(accel_stream_synchronize(stream));
+  accel_stream_release(stream);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+  dlclose(lib);
+}
+
+// FAKECUDA_MEMORY=48 MiB: the workspace fits only once the cache is
+// emptied (the allocator's OOM retry does it), and not at all while a
+// live 24 MiB buffer holds the memory.
+TEST(fake_gemm_workspace_oom_retry) {
+  const char* memory = getenv("FAKECUDA_MEMORY");
+  if (memory == NULL || strtoull(memory, NULL, 10) != 48 * MIB) {
+    SKIP("needs FAKECUDA_MEMORY=50331648");
+  }
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL, *big = NULL;
+  ASSERT_OK(setup(&device, &ab, &c, 64));  // one 2 MiB small segment
+  accel_stream_t* stream = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &stream));
+  // A freed 24 MiB buffer stays cached: 2 + 24 + 32 MiB do not fit.
+  ASSERT_OK(accel_buffer_create(device, 24 * MIB, &big));
+  accel_buffer_release(big);
+  accel_memory_stats_t m0 = stats_of(device);
+  ASSERT_EQ(m0.reserved_bytes, 26 * MIB);
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_OK(accel_op_gemm(stream, &g));
+  accel_memory_stats_t m1 = stats_of(device);
+  ASSERT_EQ(m1.oom_retries, m0.oom_retries + 1);
+  ASSERT_EQ(m1.ooms, m0.ooms);
+  ASSERT_EQ(m1.reserved_bytes, 34 * MIB);
+  ASSERT_OK(accel_stream_synchronize(stream));
+  ASSERT(product_at(c, 0));
+  // A live 24 MiB buffer: its allocation empties the (idle) stream's
+  // cached workspace; then the workspace cannot fit, even after a retry.
+  ASSERT_OK(accel_buffer_create(device, 24 * MIB, &big));
+  g = small_gemm(ab, c, 16, 3);
+  ASSERT_EQ(accel_op_gemm(stream, &g), ACCEL_ERROR_OUT_OF_DEVICE_MEMORY);
+  printf("  %s\n", accel_last_error());
+  ASSERT_STR_CONTAINS(accel_last_error(),
+                      "the GEMM workspace of 33554432 bytes (32.00 MiB)");
+  ASSERT_STR_CONTAINS(accel_last_error(), "cuMemAlloc");
+  accel_memory_stats_t m2 = stats_of(device);
+  ASSERT_EQ(m2.ooms, m1.ooms + 1);
+  // Freed again, the memory serves the workspace.
+  accel_buffer_release(big);
+  ASSERT_OK(accel_op_gemm(stream, &g));
+  ASSERT_OK(accel_stream_synchronize(stream));
+  ASSERT(product_at(c, 16));
+  accel_stream_release(stream);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+}
+
+// ---------------------------------------------------------------------------
+// The plugin under an ABI 1.1 core: loaded through its entry with a host
+// table of our own (CUDA_TEST_PLUGIN names it), handed a GEMM struct that
+// ends before the workspace fields.
+// ---------------------------------------------------------------------------
+
+static char host_message[512];
+
+static accel_status_t host_fail(const accel_host_t* host, accel_status_t status,
+                                const char* format, ...) {
+  (void)host;
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(host_message, sizeof(host_message), format, ap);
+  va_end(ap);
+  return status;
+}
+
+static void host_log(const accel_host_t* host, accel_log_level_t level,
+                     const char* format, ...) {
+  (void)host, (void)level, (void)format;
+}
+
+static const char* host_getenv(const accel_host_t* host, const char* name) {
+  (void)host;
+  return getenv(name);
+}
+
+static const accel_host_t kHost = {
+    .struct_size = sizeof(accel_host_t),
+    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
+    .fail = host_fail,
+    .log = host_log,
+    .getenv = host_getenv,
+};
+
+TEST(fake_gemm_workspace_abi_1_1_core) {
+  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+  const char* path = getenv("CUDA_TEST_PLUGIN");
+  if (path == NULL) SKIP("needs CUDA_TEST_PLUGIN");
+  void* blas_lib = NULL;
+  last_workspace_fn_t last = last_workspace(&blas_lib);
+  ASSERT_NOT_NULL(last);
+  void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NOT_NULL(lib);
+  accel_plugin_entry_fn_t entry = NULL;
+  void* sym = dlsym(lib, ACCEL_PLUGIN_ENTRY_NAME);
+  memcpy(&entry, &sym, sizeof(entry));
+  ASSERT_NOT_NULL(entry);
+  const accel_plugin_t* d = entry(ACCEL_PLUGIN_ABI_VERSION);
+  ASSERT_NOT_NULL(d);
+  const accel_device_ops_t* ops = d->device_ops;
+  void *state = NULL, *dev = NULL, *stream = NULL, *ab = NULL, *c = NULL;
+  uint32_t count = 0;
+  uint64_t free0 = 0, free1 = 0, free2 = 0, total = 0;
+  accel_status_t st = d->load(&kHost, &state);
+  if (!st) st = d->device_count(state, &count);
+  if (!st) st = d->device_open(state, 0, &dev);
+  if (!st) st = ops->stream_create(dev, 0, &stream);
+  if (!st) st = ops->mem_alloc(dev, 64, &ab);
+  if (!st) st = ops->mem_alloc(dev, 64, &c);
+  if (!st) st = ops->copy_h2d(dev, NULL, ab, 0, kAB, sizeof(kAB));
+  if (!st) st = ops->mem_info(dev, &free0, &total);
+  unsigned long gemms0 = 0, gemms = 0;
+  last(NULL, NULL, &gemms0);
+  accel_plugin_gemm_t g;
+  memset(&g, 0, sizeof(g));
+  g.struct_size = (uint32_t)offsetof(accel_plugin_gemm_t, workspace);
+  g.a_dtype = g.b_dtype = g.c_dtype = ACCEL_DTYPE_F32;
+  g.m = 2, g.n = 2, g.k = 3;
+  g.alpha = 1.0;
+  g.a = ab, g.a_offset = 0, g.lda = 3;
+  g.b = ab, g.b_offset = 24, g.ldb = 2;
+  g.c = c, g.c_offset = 0, g.ldc = 2;
+  if (!st) st = ops->op_gemm(dev, stream, &g);
+  if (!st) st = ops->op_gemm(dev, stream, &g);  // the same workspace
+  if (!st) st = ops->stream_synchronize(stream);
+  if (!st) st = ops->mem_info(dev, &free1, &total);
+  float got[4] = {0};
+  if (!st) st = ops->copy_d2h(dev, NULL, got, c, 0, sizeof(got));
+  if (st != ACCEL_OK) printf("  %s\n", host_message);
+  uintptr_t ptr = 0;
+  size_t size = 0;
+  last(&ptr, &size, &gemms);
+  if (c != NULL) ops->mem_free(dev, c);
+  if (ab != NULL) ops->mem_free(dev, ab);
+  if (stream != NULL) ops->stream_destroy(stream);
+  if (st == ACCEL_OK) st = ops->mem_info(dev, &free2, &total);
+  if (dev != NULL) d->device_close(dev);
+  if (state != NULL) d->unload(state);
+  dlclose(lib);
+  dlclose(blas_lib);
+  ASSERT_OK(st);
+  ASSERT_MEM_EQ(got, kProduct, sizeof(got));
+  // cuBLAS ran both GEMMs on one workspace of the plugin's own, which the
+  // stream gave back when it went.
+  ASSERT_EQ(gemms, gemms0 + 2);
+  ASSERT_EQ(size, expected_workspace());
+  ASSERT_NE(ptr, 0);
+  ASSERT_EQ(free0 - free1, expected_workspace());
+  ASSERT_EQ(free2, free0 + 128);
+}
+
+int main(int argc, char** argv) {
+  int rc = test_main(argc, argv);
+  accel_shutdown();
+  return rc;
+}
