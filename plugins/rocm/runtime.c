@@ -5,8 +5,10 @@
 #include "runtime.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 // Sonames tried in order when ACCEL_ROCM_RUNTIME is unset: the unversioned
 // development link first (whatever the system chose), then the versions
@@ -14,6 +16,9 @@
 static const char* const accel_rocm_runtime_names[] = {
     "libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6",
     "libamdhip64.so.5"};
+
+// The amdgpu driver's compute device node, which every HIP runtime opens.
+#define ACCEL_ROCM_KFD "/dev/kfd"
 
 // Separate hiprtc libraries (ROCm 5.3 and later).
 static const char* const accel_rocm_rtc_names[] = {
@@ -104,6 +109,31 @@ static bool accel_rocm_dlopen(const accel_host_t* host,
     }
     snprintf(rt->path, sizeof(rt->path), "%s", forced);
     return true;
+  }
+  // Every HIP runtime reaches AMD GPUs through the amdgpu kernel driver's
+  // compute node, /dev/kfd. Without it (every machine with no AMD GPU) no
+  // runtime can find a device, so it is not loaded at all: libamdhip64
+  // and the LLVM it maps cost accel-info about 16 ms and 5 MB of its
+  // start-up (accel-bench's startup suite). ACCEL_ROCM_RUNTIME, above,
+  // skips this check.
+  if (access(ACCEL_ROCM_KFD, R_OK | W_OK) != 0) {
+    int error = errno;
+    char text[128];
+    if (strerror_r(error, text, sizeof(text)) != 0) {
+      snprintf(text, sizeof(text), "errno %d", error);
+    }
+    if (error == ENOENT) {
+      snprintf(why, why_size,
+               "no ROCm device: %s is missing (no AMD GPU, or the amdgpu "
+               "kernel driver is not loaded)",
+               ACCEL_ROCM_KFD);
+    } else {
+      snprintf(why, why_size,
+               "no ROCm device usable: %s: %s (the user needs the 'render' "
+               "and 'video' groups)",
+               ACCEL_ROCM_KFD, text);
+    }
+    return false;
   }
   char tried[ACCEL_ROCM_MESSAGE_SIZE] = "";
   size_t n =
