@@ -12,7 +12,6 @@
 // it; a busy stream, or one waiting on an unfinished event, refuses inline
 // work.
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +23,11 @@ ACCEL_PLUGIN_EXPORT const accel_plugin_t* accel_plugin_entry(uint32_t host_abi);
 
 enum { kBytes = 4096, kPauseMs = 30 };
 
-// What host_fail() recorded last on this thread.
-static _Thread_local char last_message[1024];
+#include "test_host.h"
 
 // test.h's ASSERT_OK and ASSERT_STATUS print these; libaccel, which
 // defines them, is not linked here.
-static const char* accel_last_error(void) { return last_message; }
+static const char* accel_last_error(void) { return test_host_message; }
 
 static const char* accel_status_string(accel_status_t status) {
   static _Thread_local char text[32];
@@ -38,36 +36,6 @@ static const char* accel_status_string(accel_status_t status) {
 }
 
 #include "test.h"
-
-static accel_status_t host_fail(const accel_host_t* host, accel_status_t status,
-                                const char* format, ...) {
-  (void)host;
-  va_list ap;
-  va_start(ap, format);
-  vsnprintf(last_message, sizeof(last_message), format, ap);
-  va_end(ap);
-  return status;
-}
-
-static void host_log(const accel_host_t* host, accel_log_level_t level,
-                     const char* format, ...) {
-  (void)host;
-  (void)level;
-  (void)format;
-}
-
-static const char* host_getenv(const accel_host_t* host, const char* name) {
-  (void)host;
-  return getenv(name);
-}
-
-static const accel_host_t kHost = {
-    .struct_size = sizeof(accel_host_t),
-    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
-    .fail = host_fail,
-    .log = host_log,
-    .getenv = host_getenv,
-};
 
 static void sleep_ms(int ms) {
   struct timespec t = {0, (long)ms * 1000000L};
@@ -88,7 +56,7 @@ static accel_status_t fixture_init(fixture_t* f) {
   memset(f->src, 0x5A, sizeof(f->src));
   f->desc = accel_plugin_entry(ACCEL_PLUGIN_ABI_VERSION);
   if (f->desc == NULL) return ACCEL_ERROR_INCOMPATIBLE;
-  accel_status_t s = f->desc->load(&kHost, &f->plugin);
+  accel_status_t s = f->desc->load(&test_host, &f->plugin);
   void* device = NULL;
   void* stream = NULL;
   void* mem = NULL;
@@ -148,12 +116,12 @@ TEST(small_work_after_a_queued_failure_is_skipped) {
   ASSERT_NOT_NULL(task);
   accel_cpu_stream_submit(f.stream, task);
   ASSERT_STATUS(accel_cpu_stream_synchronize(f.stream), ACCEL_ERROR_BACKEND);
-  ASSERT_STR_EQ(last_message, "cpu:0: injected failure");
+  ASSERT_STR_EQ(test_host_message, "cpu:0: injected failure");
   // The stream is idle but failed: small work is queued and skipped, as
   // before inline execution existed, never run on this thread.
   ASSERT_OK(enqueue_small(&f));
   ASSERT_STATUS(accel_cpu_stream_synchronize(f.stream), ACCEL_ERROR_BACKEND);
-  ASSERT_STR_EQ(last_message, "cpu:0: injected failure");
+  ASSERT_STR_EQ(test_host_message, "cpu:0: injected failure");
   ASSERT(all_bytes(f.mem, kBytes, 0));
   bool done = false;
   ASSERT_STATUS(accel_cpu_stream_query(f.stream, &done), ACCEL_ERROR_BACKEND);
@@ -163,7 +131,7 @@ TEST(small_work_after_a_queued_failure_is_skipped) {
   ASSERT_OK(accel_cpu_event_create(f.device, 0, &event));
   ASSERT_OK(accel_cpu_event_record(event, f.stream));
   ASSERT_STATUS(accel_cpu_event_synchronize(event), ACCEL_ERROR_BACKEND);
-  ASSERT_STR_EQ(last_message, "cpu:0: injected failure");
+  ASSERT_STR_EQ(test_host_message, "cpu:0: injected failure");
   accel_cpu_event_destroy(event);
   fixture_deinit(&f);
 }
@@ -181,7 +149,7 @@ TEST(failing_inline_work_is_the_sticky_error) {
   ASSERT_STATUS(accel_cpu_stream_query(f.stream, &done),
                 ACCEL_ERROR_OUT_OF_MEMORY);
   ASSERT(done);
-  ASSERT_STR_EQ(last_message, "cpu:0: inline failure");
+  ASSERT_STR_EQ(test_host_message, "cpu:0: inline failure");
   // An event recorded before it is clean; one recorded after carries it.
   ASSERT_OK(accel_cpu_event_synchronize(before));
   void* after = NULL;
@@ -196,7 +164,7 @@ TEST(failing_inline_work_is_the_sticky_error) {
   accel_cpu_stream_submit(f.stream, task);
   ASSERT_STATUS(accel_cpu_stream_synchronize(f.stream),
                 ACCEL_ERROR_OUT_OF_MEMORY);
-  ASSERT_STR_EQ(last_message, "cpu:0: inline failure");
+  ASSERT_STR_EQ(test_host_message, "cpu:0: inline failure");
   ASSERT(all_bytes(f.mem, kBytes, 0));
   accel_cpu_event_destroy(after);
   accel_cpu_event_destroy(before);

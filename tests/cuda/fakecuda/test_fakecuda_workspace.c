@@ -15,12 +15,12 @@
 #include <accel/plugin.h>
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
+#include "test_host.h"
 
 #define MIB ((uint64_t)1 << 20)
 
@@ -343,36 +343,6 @@ TEST(fake_gemm_workspace_oom_retry) {
 // ends before the workspace fields.
 // ---------------------------------------------------------------------------
 
-static char host_message[512];
-
-static accel_status_t host_fail(const accel_host_t* host, accel_status_t status,
-                                const char* format, ...) {
-  (void)host;
-  va_list ap;
-  va_start(ap, format);
-  vsnprintf(host_message, sizeof(host_message), format, ap);
-  va_end(ap);
-  return status;
-}
-
-static void host_log(const accel_host_t* host, accel_log_level_t level,
-                     const char* format, ...) {
-  (void)host, (void)level, (void)format;
-}
-
-static const char* host_getenv(const accel_host_t* host, const char* name) {
-  (void)host;
-  return getenv(name);
-}
-
-static const accel_host_t kHost = {
-    .struct_size = sizeof(accel_host_t),
-    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
-    .fail = host_fail,
-    .log = host_log,
-    .getenv = host_getenv,
-};
-
 TEST(fake_gemm_workspace_abi_1_1_core) {
   if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
   const char* path = getenv("CUDA_TEST_PLUGIN");
@@ -392,7 +362,7 @@ TEST(fake_gemm_workspace_abi_1_1_core) {
   void *state = NULL, *dev = NULL, *stream = NULL, *ab = NULL, *c = NULL;
   uint32_t count = 0;
   uint64_t free0 = 0, free1 = 0, free2 = 0, total = 0;
-  accel_status_t st = d->load(&kHost, &state);
+  accel_status_t st = d->load(&test_host, &state);
   if (!st) st = d->device_count(state, &count);
   if (!st) st = d->device_open(state, 0, &dev);
   if (!st) st = ops->stream_create(dev, 0, &stream);
@@ -417,7 +387,7 @@ TEST(fake_gemm_workspace_abi_1_1_core) {
   if (!st) st = ops->mem_info(dev, &free1, &total);
   float got[4] = {0};
   if (!st) st = ops->copy_d2h(dev, NULL, got, c, 0, sizeof(got));
-  if (st != ACCEL_OK) printf("  %s\n", host_message);
+  if (st != ACCEL_OK) printf("  %s\n", test_host_message);
   uintptr_t ptr = 0;
   size_t size = 0;
   last(&ptr, &size, &gemms);
