@@ -214,8 +214,13 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
   while (f != NULL && strcmp(f->name, name) != 0) f = f->next;
   if (f == NULL) {
     CUfunction function = NULL;
-    CUresult r =
-        device->cu->cuModuleGetFunction(&function, module->module, name);
+    // The module's context is made current: the driver documents no
+    // exception for handle lookups, so none is relied on.
+    CUresult r = device->cu->cuCtxPushCurrent(device->ctx);
+    if (r == CUDA_SUCCESS) {
+      r = device->cu->cuModuleGetFunction(&function, module->module, name);
+      accel_cuda_context_pop(device);
+    }
     size_t len = strlen(name);
     if (r == CUDA_ERROR_NOT_FOUND) {
       status = host->fail(host, ACCEL_ERROR_NOT_FOUND,

@@ -15,8 +15,9 @@
 // on a GPU). Each stream is a worker thread draining its FIFO, so ordering
 // mistakes show; the legacy NULL stream runs its work at once in the
 // caller. Calls that allocate, copy, load or launch return
-// CUDA_ERROR_INVALID_CONTEXT when no context is current (calls on a stream,
-// event or module handle do not need one), and cuMemFree waits for the
+// CUDA_ERROR_INVALID_CONTEXT when no context is current (calls on a stream
+// or event handle do not need one; cuModuleGetFunction needs the module's),
+// and cuMemFree waits for the
 // device's streams, as the driver does. Modules: fatbins, cubins and PTX are
 // checked against the fake device's SM and the JIT's PTX ISA, and kernels are
 // host functions found by name in the image.

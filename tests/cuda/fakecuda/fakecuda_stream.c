@@ -702,6 +702,9 @@ FAKECUDA_API CUresult cuModuleGetFunction(CUfunction* out, CUmodule m,
   }
   pthread_mutex_unlock(&fakecuda_ctx_lock);
   if (!live) return CUDA_ERROR_INVALID_HANDLE;
+  // Stricter than the driver needs to be, perhaps: its documentation
+  // names no exception for handle lookups, so callers push the context.
+  if (fakecuda_current() != m->ctx) return CUDA_ERROR_INVALID_CONTEXT;
   if (!fakecuda_image_has(m->image, &m->info, name)) {
     return CUDA_ERROR_NOT_FOUND;
   }
