@@ -57,6 +57,10 @@ typedef struct accel_rocm_blas {
   int (*create_handle)(accel_rocm_blas_handle_t* handle);
   int (*destroy_handle)(accel_rocm_blas_handle_t handle);
   int (*set_stream)(accel_rocm_blas_handle_t handle, hipStream_t stream);
+  // rocblas_set_workspace (public since ROCm 5); NULL when this rocBLAS
+  // lacks it, and GEMM then asks the core for no workspace (gemm.c).
+  int (*set_workspace)(accel_rocm_blas_handle_t handle, void* addr,
+                       size_t size);
   int (*gemm_ex)(accel_rocm_blas_handle_t handle, int trans_a, int trans_b,
                  int m, int n, int k, const void* alpha, const void* a,
                  int a_type, int lda, const void* b, int b_type, int ldb,
@@ -137,10 +141,15 @@ struct accel_rocm_device {
   bool peer_enabled[64];  // guarded by `mutex`
   pthread_mutex_t mutex;  // guards `builtin` loading and peer_enabled
   // rocBLAS handle of this device, created at its first GEMM; `blas_lock`
-  // serialises set_stream + gemm_ex on it (handles are not thread-safe).
+  // serialises set_stream + set_workspace + gemm_ex on it (handles are not
+  // thread-safe, and the workspace the core lends changes per GEMM).
   pthread_mutex_t blas_lock;
   accel_rocm_blas_handle_t blas;
   bool blas_failed;  // guarded by blas_lock: creating the handle failed
+  // Guarded by blas_lock: the handle may still point at memory the core
+  // lent an earlier GEMM (gemm.c), so a GEMM without a lent workspace
+  // must first hand it back to rocBLAS-managed memory.
+  bool blas_lent;
   bool builtin_tried;
   accel_status_t builtin_status;
   char builtin_why[ACCEL_ROCM_MESSAGE_SIZE];
@@ -277,6 +286,10 @@ accel_status_t accel_rocm_op_sum(void* device, void* stream, void* out,
                                  uint64_t count);
 accel_status_t accel_rocm_op_gemm(void* device, void* stream,
                                   const accel_plugin_gemm_t* gemm);
+// plugin ABI 1.2: the rocBLAS workspace the core lends each GEMM (gemm.c).
+accel_status_t accel_rocm_op_gemm_workspace(void* device,
+                                            const accel_plugin_gemm_t* gemm,
+                                            uint64_t* out_bytes);
 
 // Launches built-in `function` with one by-value struct parameter (ops.c).
 accel_status_t accel_rocm_launch_builtin(accel_rocm_device_t* device,

@@ -6,7 +6,9 @@
 // .so.4, .so.3, .so.0. Without it GEMM runs on the plugin's tiled kernel.
 // The enum values and the rocblas_gemm_ex signature are rocBLAS's public
 // ABI since ROCm 3 (rocblas-types.h, rocblas-functions.h), spelled out so
-// the build needs no rocBLAS headers.
+// the build needs no rocBLAS headers. rocblas_set_workspace(handle, addr,
+// size) (rocblas-auxiliary.h, public since ROCm 5) is optional: without it
+// the core lends no GEMM workspace and rocBLAS allocates its own.
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@ static bool accel_rocm_blas_open(accel_rocm_blas_t* blas, const char* name,
     ACCEL_ROCM_SYM(blas->lib, "rocblas_destroy_handle", blas->destroy_handle);
     ACCEL_ROCM_SYM(blas->lib, "rocblas_set_stream", blas->set_stream);
     ACCEL_ROCM_SYM(blas->lib, "rocblas_gemm_ex", blas->gemm_ex);
+    ACCEL_ROCM_SYM(blas->lib, "rocblas_set_workspace", blas->set_workspace);
     if (blas->create_handle == NULL || blas->destroy_handle == NULL ||
         blas->set_stream == NULL || blas->gemm_ex == NULL) {
       why = "not rocBLAS: no rocblas_gemm_ex";
@@ -78,8 +81,11 @@ const accel_rocm_blas_t* accel_rocm_blas_get(accel_rocm_plugin_t* plugin) {
     }
     plugin->blas_ok = found;
     if (found) {
-      host->log(host, ACCEL_LOG_INFO, "rocm: GEMM runs on %s",
-                blas->description);
+      host->log(host, ACCEL_LOG_INFO, "rocm: GEMM runs on %s, %s",
+                blas->description,
+                blas->set_workspace != NULL
+                    ? "workspace lent by accel"
+                    : "its own workspace (no rocblas_set_workspace)");
     } else {
       host->log(host, ACCEL_LOG_INFO,
                 "rocm: GEMM runs on the plugin's tiled kernel (no rocBLAS: "

@@ -12,7 +12,27 @@
 // row-major leading dimensions unchanged. k = 0 (C = beta C), sizes above
 // INT_MAX, and a device whose handle could not be created go to the
 // kernel.
+//
+// Workspace (ABI 1.2): for a GEMM that goes to rocBLAS, op_gemm_workspace
+// asks the core for a fixed size, and op_gemm hands the lent memory to the
+// handle with rocblas_set_workspace before rocblas_gemm_ex, so rocBLAS's
+// scratch comes from the core's caching allocator and shows in its
+// statistics. rocBLAS has no per-call size query for gemm_ex (the device
+// memory query mode only runs the call dry, which would cost a second
+// call per GEMM), so the size is fixed per device: 32 MiB on gfx90a and
+// gfx94x/gfx95x, where rocBLAS may run gemm_ex on hipBLASLt (the size
+// used for hipBLASLt-backed paths, and cuBLAS's on Hopper), and 4 MiB
+// elsewhere (Tensile's split-K partial sums). Nothing is asked for when
+// k == 0, when the sizes exceed int, when rocBLAS is absent or its handle
+// could not be created (the tiled kernel needs none), or when rocBLAS has
+// no rocblas_set_workspace (before ROCm 5): rocBLAS then allocates its own, as
+// does a core older than ABI 1.2, which lends nothing. The handle is the
+// device's, shared by its streams, so blas_lock is held across set_stream,
+// set_workspace and gemm_ex; the lent memory is only valid for this GEMM, so a
+// later GEMM without one (an ABI 1.1 core) first returns the handle to
+// rocBLAS-managed memory (set_workspace(NULL, 0)).
 #include <limits.h>
+#include <string.h>
 
 #include "accel_rocm.h"
 #include "kernels/ops_impl.h"
@@ -24,14 +44,67 @@ static int accel_rocm_blas_type(uint32_t dtype) {
                                      : ACCEL_ROCM_BLAS_F32;
 }
 
-// Enqueues `g` on rocBLAS. Returns ACCEL_ERROR_UNSUPPORTED, without
-// recording a message, when rocBLAS cannot take it, so the caller falls
-// back to the kernel.
+// Workspace per rocBLAS GEMM (see the top of this file).
+#define ACCEL_ROCM_WORKSPACE_LARGE (32u << 20)
+#define ACCEL_ROCM_WORKSPACE_DEFAULT (4u << 20)
+
+static uint64_t accel_rocm_gemm_workspace_bytes(
+    const accel_rocm_device_t* device) {
+  const char* arch = device->arch;
+  bool large = strcmp(arch, "gfx90a") == 0 || strncmp(arch, "gfx94", 5) == 0 ||
+               strncmp(arch, "gfx95", 5) == 0;
+  return large ? ACCEL_ROCM_WORKSPACE_LARGE : ACCEL_ROCM_WORKSPACE_DEFAULT;
+}
+
+// Whether rocBLAS can take a GEMM of these sizes (else the kernel runs it).
+static bool accel_rocm_gemm_blas_fits(uint64_t m, uint64_t n, uint64_t k,
+                                      uint64_t lda, uint64_t ldb,
+                                      uint64_t ldc) {
+  return k != 0 && m <= INT_MAX && n <= INT_MAX && k <= INT_MAX &&
+         lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX;
+}
+
+accel_status_t accel_rocm_op_gemm_workspace(void* device_ptr,
+                                            const accel_plugin_gemm_t* g,
+                                            uint64_t* out_bytes) {
+  accel_rocm_device_t* device = device_ptr;
+  *out_bytes = 0;
+  if (!accel_rocm_gemm_blas_fits(g->m, g->n, g->k, g->lda, g->ldb, g->ldc)) {
+    return ACCEL_OK;
+  }
+  const accel_rocm_blas_t* blas = accel_rocm_blas_get(device->plugin);
+  if (blas == NULL || blas->set_workspace == NULL) return ACCEL_OK;
+  pthread_mutex_lock(&device->blas_lock);
+  bool failed = device->blas_failed;
+  pthread_mutex_unlock(&device->blas_lock);
+  if (!failed) *out_bytes = accel_rocm_gemm_workspace_bytes(device);
+  return ACCEL_OK;
+}
+
+// rocblas_status_memory_error: a user-owned workspace was too small.
+#define ACCEL_ROCM_BLAS_MEMORY_ERROR 5
+
+// One rocblas_gemm_ex of `g` on `handle`, operands swapped for row-major
+// (see the top of this file). Returns the rocblas_status.
+static int accel_rocm_gemm_ex(const accel_rocm_blas_t* blas,
+                              accel_rocm_blas_handle_t handle,
+                              const accel_rocm_gemm_args_t* g, int ab, int c) {
+  return blas->gemm_ex(
+      handle, g->trans_b ? ACCEL_ROCM_BLAS_OP_T : ACCEL_ROCM_BLAS_OP_N,
+      g->trans_a ? ACCEL_ROCM_BLAS_OP_T : ACCEL_ROCM_BLAS_OP_N, (int)g->n,
+      (int)g->m, (int)g->k, &g->alpha, g->b, ab, (int)g->ldb, g->a, ab,
+      (int)g->lda, &g->beta, g->c, c, (int)g->ldc, g->c, c, (int)g->ldc,
+      ACCEL_ROCM_BLAS_F32, ACCEL_ROCM_BLAS_ALGO_STANDARD, 0, 0);
+}
+
+// Enqueues `g` on rocBLAS, with the workspace `gemm` carries. Returns
+// ACCEL_ERROR_UNSUPPORTED, without recording a message, when rocBLAS
+// cannot take it, so the caller falls back to the kernel.
 static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
                                            void* stream,
-                                           const accel_rocm_gemm_args_t* g) {
-  if (g->k == 0 || g->m > INT_MAX || g->n > INT_MAX || g->k > INT_MAX ||
-      g->lda > INT_MAX || g->ldb > INT_MAX || g->ldc > INT_MAX) {
+                                           const accel_rocm_gemm_args_t* g,
+                                           const accel_plugin_gemm_t* gemm) {
+  if (!accel_rocm_gemm_blas_fits(g->m, g->n, g->k, g->lda, g->ldb, g->ldc)) {
     return ACCEL_ERROR_UNSUPPORTED;
   }
   const accel_rocm_blas_t* blas = accel_rocm_blas_get(device->plugin);
@@ -56,21 +129,46 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
   }
   int ab = accel_rocm_blas_type(g->ab_dtype);
   int c = accel_rocm_blas_type(g->c_dtype);
+  const char* call = "rocblas_set_stream";
   int rc = blas->set_stream(device->blas, accel_rocm_stream_handle(stream));
+  if (rc == 0 && blas->set_workspace != NULL) {
+    void* workspace = NULL;
+    size_t workspace_size = 0;
+    if (ACCEL_PLUGIN_HAS_FIELD(gemm, accel_plugin_gemm_t, workspace_size) &&
+        gemm->workspace != NULL && gemm->workspace_size != 0) {
+      workspace = (unsigned char*)gemm->workspace + gemm->workspace_offset;
+      workspace_size = (size_t)gemm->workspace_size;
+    }
+    // Lent memory is set for every GEMM (it changes); without any, only
+    // undo an earlier GEMM's (NULL, 0 frees what rocBLAS itself holds).
+    if (workspace != NULL || device->blas_lent) {
+      call = "rocblas_set_workspace";
+      rc = blas->set_workspace(device->blas, workspace, workspace_size);
+      // On failure the handle's state is unknown: reset it next time.
+      device->blas_lent = rc != 0 || workspace != NULL;
+    }
+  }
   if (rc == 0) {
-    rc = blas->gemm_ex(
-        device->blas, g->trans_b ? ACCEL_ROCM_BLAS_OP_T : ACCEL_ROCM_BLAS_OP_N,
-        g->trans_a ? ACCEL_ROCM_BLAS_OP_T : ACCEL_ROCM_BLAS_OP_N, (int)g->n,
-        (int)g->m, (int)g->k, &g->alpha, g->b, ab, (int)g->ldb, g->a, ab,
-        (int)g->lda, &g->beta, g->c, c, (int)g->ldc, g->c, c, (int)g->ldc,
-        ACCEL_ROCM_BLAS_F32, ACCEL_ROCM_BLAS_ALGO_STANDARD, 0, 0);
+    call = "rocblas_gemm_ex";
+    rc = accel_rocm_gemm_ex(blas, device->blas, g, ab, c);
+    if (rc == ACCEL_ROCM_BLAS_MEMORY_ERROR && device->blas_lent &&
+        blas->set_workspace(device->blas, NULL, 0) == 0) {
+      // A user-owned workspace never grows: this GEMM wanted more than
+      // the fixed size lent. rocBLAS manages its own memory for it.
+      device->blas_lent = false;
+      device->host->log(device->host, ACCEL_LOG_WARN,
+                        "%s: rocBLAS needs more than the %llu-byte workspace "
+                        "lent for this GEMM; it allocates its own",
+                        device->prefix,
+                        (unsigned long long)gemm->workspace_size);
+      rc = accel_rocm_gemm_ex(blas, device->blas, g, ab, c);
+    }
   }
   pthread_mutex_unlock(&device->blas_lock);
   if (rc != 0) {
     return device->host->fail(device->host, ACCEL_ERROR_BACKEND,
-                              "%s: rocblas_gemm_ex failed with rocblas_status "
-                              "%d",
-                              device->prefix, rc);
+                              "%s: %s failed with rocblas_status %d",
+                              device->prefix, call, rc);
   }
   return ACCEL_OK;
 }
@@ -120,7 +218,7 @@ accel_status_t accel_rocm_op_gemm(void* device_ptr, void* stream,
       .c_dtype = gemm->c_dtype,
       .trans_a = gemm->trans_a != 0,
       .trans_b = gemm->trans_b != 0};
-  accel_status_t status = accel_rocm_gemm_blas(device, stream, &g);
+  accel_status_t status = accel_rocm_gemm_blas(device, stream, &g, gemm);
   if (status != ACCEL_ERROR_UNSUPPORTED) return status;
   const accel_rocm_builtin_t* b = NULL;
   status = accel_rocm_builtin_get(device, &b);

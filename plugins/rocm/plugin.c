@@ -108,6 +108,8 @@ static const accel_device_ops_t accel_rocm_device_ops = {
     .op_mul = accel_rocm_op_mul,
     .op_sum = accel_rocm_op_sum,
     .op_gemm = accel_rocm_op_gemm,
+    // -- since ABI 1.2 --
+    .op_gemm_workspace = accel_rocm_op_gemm_workspace,
 };
 
 static const accel_plugin_t accel_rocm_plugin = {

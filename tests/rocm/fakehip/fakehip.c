@@ -20,9 +20,17 @@
 //   FAKEHIP_RTC_FAIL when set, hiprtcCompileProgram fails with a log
 //   FAKEHIP_FAULT    a kernel name: its launches fault asynchronously
 //                    (hipErrorIllegalAddress at the next synchronisation)
-// It also exports a minimal rocBLAS (handles, set_stream, gemm_ex, column-
-// major as the real one), for the plugin's rocBLAS path via
-// ACCEL_ROCM_BLAS=<this library>.
+//   FAKEHIP_ROCBLAS_NEED  bytes of workspace every rocBLAS GEMM needs: with
+//                    a smaller user-owned workspace, rocblas_gemm_ex
+//                    returns rocblas_status_memory_error
+// It also exports a minimal rocBLAS (handles, set_stream, set_workspace,
+// gemm_ex, column-major as the real one), for the plugin's rocBLAS path via
+// ACCEL_ROCM_BLAS=<this library>. gemm_ex writes over the first and last
+// 4 KiB of the workspace set on the handle when it runs, as rocBLAS's
+// kernels would, so a workspace freed or reused before the GEMM ran shows
+// (ASan reports a freed one; a reused one corrupts its new owner's data).
+// The test-only fakehip_rocblas_last_workspace() reports the workspace of
+// the last gemm_ex queued and how many were.
 // hiprtc lives in fakehip_rtc.c; libfakehip-nortc.so is built without it.
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
@@ -847,7 +855,31 @@ FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
 
 typedef struct fakehip_blas {
   hipStream_t stream;
+  void* workspace;  // rocblas_set_workspace; NULL: rocBLAS-managed
+  size_t workspace_size;
 } fakehip_blas_t;
+
+// Bytes written at each end of a GEMM's workspace when it runs.
+#define FAKEHIP_BLAS_SCRIBBLE 4096u
+
+// The workspace of the last gemm_ex queued (fakehip_rocblas_last_workspace).
+static pthread_mutex_t fakehip_blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t fakehip_blas_last_ptr;
+static size_t fakehip_blas_last_size;
+static unsigned long fakehip_blas_gemms;
+
+// Test-only, not rocBLAS: the workspace in effect for the last
+// rocblas_gemm_ex queued (0 and 0 for rocBLAS-managed memory), and the
+// number of gemm_ex calls queued so far. Any pointer may be NULL.
+FAKEHIP_API void fakehip_rocblas_last_workspace(uintptr_t* out_ptr,
+                                                size_t* out_size,
+                                                unsigned long* out_gemms) {
+  pthread_mutex_lock(&fakehip_blas_lock);
+  if (out_ptr != NULL) *out_ptr = fakehip_blas_last_ptr;
+  if (out_size != NULL) *out_size = fakehip_blas_last_size;
+  if (out_gemms != NULL) *out_gemms = fakehip_blas_gemms;
+  pthread_mutex_unlock(&fakehip_blas_lock);
+}
 
 typedef struct fakehip_gemm_ex {
   bool trans_a, trans_b;
@@ -857,6 +889,8 @@ typedef struct fakehip_gemm_ex {
   const void* b;
   void* c;
   accel_rocm_u32_t ab_dtype, c_dtype;
+  unsigned char* workspace;  // in effect when queued; NULL if none was set
+  size_t workspace_size;
 } fakehip_gemm_ex_t;
 
 static int fakehip_blas_dtype(int t, accel_rocm_u32_t* out) {
@@ -890,8 +924,29 @@ FAKEHIP_API int rocblas_set_stream(void* handle, hipStream_t stream) {
   return 0;
 }
 
+// rocblas_set_workspace: device memory the handle uses from now on; NULL
+// with size 0 returns it to rocBLAS-managed memory. Refuses (as
+// rocblas_status_invalid_pointer, 3) a NULL with a size or a pointer not
+// from hipMalloc's 256-byte alignment.
+FAKEHIP_API int rocblas_set_workspace(void* handle, void* addr, size_t size) {
+  if (handle == NULL) return 1;  // rocblas_status_invalid_handle
+  if ((addr == NULL) != (size == 0) || ((uintptr_t)addr & 255u) != 0) {
+    return 3;
+  }
+  ((fakehip_blas_t*)handle)->workspace = addr;
+  ((fakehip_blas_t*)handle)->workspace_size = size;
+  return 0;
+}
+
 static void fakehip_gemm_ex_run(void* arg) {
   const fakehip_gemm_ex_t* g = arg;
+  if (g->workspace_size != 0) {
+    size_t n = g->workspace_size < FAKEHIP_BLAS_SCRIBBLE
+                   ? g->workspace_size
+                   : FAKEHIP_BLAS_SCRIBBLE;
+    memset(g->workspace, 0xa5, n);
+    memset(g->workspace + g->workspace_size - n, 0x5a, n);
+  }
   for (int j = 0; j < g->n; j++) {
     for (int i = 0; i < g->m; i++) {
       float acc = 0.0f;
@@ -919,19 +974,22 @@ FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
                                 int ldd, int compute_type, int algo,
                                 int32_t solution_index, uint32_t flags) {
   (void)algo, (void)solution_index, (void)flags;
-  fakehip_gemm_ex_t g = {.trans_a = trans_a == 112,
-                         .trans_b = trans_b == 112,
-                         .m = m,
-                         .n = n,
-                         .k = k,
-                         .lda = lda,
-                         .ldb = ldb,
-                         .ldc = ldc,
-                         .alpha = *(const float*)alpha,
-                         .beta = *(const float*)beta,
-                         .a = a,
-                         .b = b,
-                         .c = d};
+  fakehip_gemm_ex_t g = {
+      .trans_a = trans_a == 112,
+      .trans_b = trans_b == 112,
+      .m = m,
+      .n = n,
+      .k = k,
+      .lda = lda,
+      .ldb = ldb,
+      .ldc = ldc,
+      .alpha = *(const float*)alpha,
+      .beta = *(const float*)beta,
+      .a = a,
+      .b = b,
+      .c = d,
+      .workspace = ((fakehip_blas_t*)handle)->workspace,
+      .workspace_size = ((fakehip_blas_t*)handle)->workspace_size};
   accel_rocm_u32_t bt = 0;
   if (fakehip_blas_dtype(a_type, &g.ab_dtype) != 0 ||
       fakehip_blas_dtype(b_type, &bt) != 0 || bt != g.ab_dtype ||
@@ -941,6 +999,13 @@ FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
       (trans_b != 111 && trans_b != 112)) {
     return 2;  // rocblas_status_not_implemented
   }
+  // A user-owned workspace never grows: a GEMM needing more than it holds
+  // fails (FAKEHIP_ROCBLAS_NEED: the bytes every GEMM needs).
+  const char* need = getenv("FAKEHIP_ROCBLAS_NEED");
+  if (need != NULL && g.workspace != NULL &&
+      strtoull(need, NULL, 10) > g.workspace_size) {
+    return 5;  // rocblas_status_memory_error
+  }
   fakehip_task_t* t = fakehip_task(FAKEHIP_CALL);
   if (t == NULL || (t->params[0] = malloc(sizeof(g))) == NULL) {
     free(t);
@@ -948,6 +1013,11 @@ FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
   }
   memcpy(t->params[0], &g, sizeof(g));
   t->call = fakehip_gemm_ex_run;
+  pthread_mutex_lock(&fakehip_blas_lock);
+  fakehip_blas_last_ptr = (uintptr_t)g.workspace;
+  fakehip_blas_last_size = g.workspace_size;
+  fakehip_blas_gemms++;
+  pthread_mutex_unlock(&fakehip_blas_lock);
   fakehip_submit(((fakehip_blas_t*)handle)->stream, t);
   return 0;
 }
