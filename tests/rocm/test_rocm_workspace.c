@@ -14,21 +14,12 @@
 #include <string.h>
 
 #include "test.h"
+#include "test_gemm_workspace.h"
 
-#define MIB ((uint64_t)1 << 20)
-
-typedef void (*last_workspace_fn_t)(uintptr_t*, size_t*, unsigned long*);
-
-// fakehip_rocblas_last_workspace from the libfakehip the plugin loads (the
-// same path, so the same object), or NULL.
+// fakehip_rocblas_last_workspace from the libfakehip the plugin loads.
 static last_workspace_fn_t last_workspace(void** out_lib) {
-  const char* path = getenv("ACCEL_ROCM_RUNTIME");
-  *out_lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-  if (*out_lib == NULL) return NULL;
-  void* sym = dlsym(*out_lib, "fakehip_rocblas_last_workspace");
-  last_workspace_fn_t fn = NULL;
-  memcpy(&fn, &sym, sizeof(fn));
-  return fn;
+  return last_workspace_from("ACCEL_ROCM_RUNTIME",
+                             "fakehip_rocblas_last_workspace", out_lib);
 }
 
 // The workspace the plugin asks for on the fake device (FAKEHIP_ARCH,
@@ -41,33 +32,6 @@ static uint64_t expected_workspace(void) {
              : 4 * MIB;
 }
 
-static accel_memory_stats_t stats_of(accel_device_t* device) {
-  accel_memory_stats_t s;
-  memset(&s, 0, sizeof(s));
-  s.struct_size = sizeof(s);
-  if (accel_device_query_memory_stats(device, &s) != ACCEL_OK) {
-    memset(&s, 0xff, sizeof(s));  // fails every comparison below
-  }
-  return s;
-}
-
-// A = [1 2 3; 4 5 6] at 0 and B = [1 0; 0 1; 1 1] at 24 of `ab`: A B =
-// [4 5; 10 11], into `c` at `c_offset`. k may be 0 (C = beta * C).
-static const float kAB[12] = {1, 2, 3, 4, 5, 6, 1, 0, 0, 1, 1, 1};
-static const float kProduct[4] = {4, 5, 10, 11};
-
-static accel_gemm_t small_gemm(accel_buffer_t* ab, accel_buffer_t* c,
-                               size_t c_offset, size_t k) {
-  accel_gemm_t g;
-  accel_gemm_init(&g);
-  g.m = 2, g.n = 2, g.k = k;
-  g.a = ab, g.a_offset = 0;
-  g.b = ab, g.b_offset = 24;
-  g.c = c, g.c_offset = c_offset;
-  g.beta = k == 0 ? 0.5 : 0.0;
-  return g;
-}
-
 static accel_status_t setup(accel_device_t** device, accel_buffer_t** ab,
                             accel_buffer_t** c, accel_stream_t** stream) {
   accel_status_t st = accel_device_open("rocm:0", device);
@@ -78,12 +42,6 @@ static accel_status_t setup(accel_device_t** device, accel_buffer_t** ab,
   if (!st) st = accel_stream_create(*device, 0, stream);
   if (st) printf("  %s\n", accel_last_error());
   return st;
-}
-
-static bool product_at(accel_buffer_t* c, size_t offset) {
-  float got[4] = {0};
-  return accel_buffer_read(c, offset, got, sizeof(got)) == ACCEL_OK &&
-         memcmp(got, kProduct, sizeof(got)) == 0;
 }
 
 static bool blas_off(void) {

@@ -21,21 +21,12 @@
 
 #include "test.h"
 #include "test_host.h"
+#include "test_gemm_workspace.h"
 
-#define MIB ((uint64_t)1 << 20)
-
-typedef void (*last_workspace_fn_t)(uintptr_t*, size_t*, unsigned long*);
-
-// fakecublas_last_workspace from the libfakecublas the plugin loads (the
-// same path, so the same object), or NULL.
+// fakecublas_last_workspace from the libfakecublas the plugin loads.
 static last_workspace_fn_t last_workspace(void** out_lib) {
-  const char* path = getenv("ACCEL_CUDA_CUBLAS");
-  *out_lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-  if (*out_lib == NULL) return NULL;
-  void* sym = dlsym(*out_lib, "fakecublas_last_workspace");
-  last_workspace_fn_t fn = NULL;
-  memcpy(&fn, &sym, sizeof(fn));
-  return fn;
+  return last_workspace_from("ACCEL_CUDA_CUBLAS", "fakecublas_last_workspace",
+                             out_lib);
 }
 
 // The workspace the plugin asks for on the fake device (FAKECUDA_ARCH,
@@ -44,34 +35,6 @@ static uint64_t expected_workspace(void) {
   const char* arch = getenv("FAKECUDA_ARCH");
   return (arch == NULL || atoi(arch) >= 90) ? 32 * MIB : 4 * MIB;
 }
-
-static accel_memory_stats_t stats_of(accel_device_t* device) {
-  accel_memory_stats_t s;
-  memset(&s, 0, sizeof(s));
-  s.struct_size = sizeof(s);
-  if (accel_device_query_memory_stats(device, &s) != ACCEL_OK) {
-    memset(&s, 0xff, sizeof(s));  // fails every comparison below
-  }
-  return s;
-}
-
-// A 2x3 by 3x2 f32 product: A and B in `ab` (A at 0, B at 24), C in `c` at
-// `c_offset`. k may be 0 (C = beta * C, no cuBLAS).
-static accel_gemm_t small_gemm(accel_buffer_t* ab, accel_buffer_t* c,
-                               size_t c_offset, size_t k) {
-  accel_gemm_t g;
-  accel_gemm_init(&g);
-  g.m = 2, g.n = 2, g.k = k;
-  g.a = ab, g.a_offset = 0;
-  g.b = ab, g.b_offset = 24;
-  g.c = c, g.c_offset = c_offset;
-  g.beta = k == 0 ? 0.5 : 0.0;
-  return g;
-}
-
-// A = [1 2 3; 4 5 6], B = [1 0; 0 1; 1 1]: A B = [4 5; 10 11].
-static const float kAB[12] = {1, 2, 3, 4, 5, 6, 1, 0, 0, 1, 1, 1};
-static const float kProduct[4] = {4, 5, 10, 11};
 
 // Free device memory as the driver counts it.
 static uint64_t driver_free(accel_device_t* device) {
@@ -94,12 +57,6 @@ static accel_status_t setup(accel_device_t** device, accel_buffer_t** ab,
   if (!st) st = accel_buffer_create(*device, c_size, c);
   if (!st) st = accel_buffer_fill(*c, 0, 0, c_size);
   return st;
-}
-
-static bool product_at(accel_buffer_t* c, size_t offset) {
-  float got[4] = {0};
-  return accel_buffer_read(c, offset, got, sizeof(got)) == ACCEL_OK &&
-         memcmp(got, kProduct, sizeof(got)) == 0;
 }
 
 TEST(fake_gemm_workspace_from_core) {
