@@ -309,6 +309,10 @@ void accel_cpu_event_retain(accel_cpu_event_t* event);
 // Drops a reference; the last one frees the event.
 void accel_cpu_event_release(accel_cpu_event_t* event);
 
+// CLOCK_MONOTONIC in nanoseconds: event timestamps, and how long a kernel
+// launch took (module.c). Thread-safe.
+uint64_t accel_cpu_now_ns(void);
+
 // Runs a RECORD task on a worker: marks generation `task->u.event.gen`
 // complete, stamps the time for timing events and stores `status` and
 // `message` (the stream's first error so far) as the record's outcome.

@@ -55,7 +55,7 @@ static bool accel_cpu_event_is_pending(const accel_cpu_event_t* event,
   return false;
 }
 
-static uint64_t accel_cpu_now_ns(void) {
+uint64_t accel_cpu_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu.h"
@@ -248,12 +247,6 @@ static bool accel_cpu_quick_known(accel_cpu_plugin_t* plugin,
   uint64_t tag = accel_cpu_quick_tag(t, blocks);
   return tag != 0 && atomic_load_explicit(accel_cpu_quick_slot(plugin, tag),
                                           memory_order_relaxed) == tag;
-}
-
-static uint64_t accel_cpu_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static accel_status_t accel_cpu_launch_call(accel_cpu_device_t* device,
