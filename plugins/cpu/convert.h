@@ -74,26 +74,13 @@ static inline int32_t accel_cpu_f64_to_i32(double d) {
   return accel_plugin_f64_to_i32_sat(d);
 }
 
-// Rounds `d` to f32 "to odd": truncate, then set the last bit if anything
-// was lost. Rounding that result to any format at least two bits narrower
-// (f16, bf16) gives the correctly rounded value of `d`, with no double
-// rounding error.
-static inline float accel_cpu_f64_to_f32_odd(double d) {
-  float f = (float)d;  // nearest even (also for |d| above FLT_MAX: inf)
-  if (f != f || (double)f == d) return f;
-  uint32_t u = accel_cpu_f32_bits(f);
-  double ad = d < 0 ? -d : d;
-  float af = f < 0 ? -f : f;
-  if ((double)af > ad) u -= 1;  // rounded away from zero: step back
-  return accel_cpu_f32_from_bits(u | 1u);
-}
-
+// One rounding from the exact double (the SDK's rule for fill and sums).
 static inline uint16_t accel_cpu_f64_to_f16(double d) {
-  return accel_cpu_f32_to_f16(accel_cpu_f64_to_f32_odd(d));
+  return accel_plugin_f64_to_f16(d);
 }
 
 static inline uint16_t accel_cpu_f64_to_bf16(double d) {
-  return accel_cpu_f32_to_bf16(accel_cpu_f64_to_f32_odd(d));
+  return accel_plugin_f64_to_bf16(d);
 }
 
 // i32 to bf16 in one rounding (i32 to f32 alone may already round).

@@ -117,6 +117,62 @@ static inline uint16_t accel_plugin_f32_to_bf16(float f) {
 }
 
 // ---------------------------------------------------------------------------
+// double to f16 and bf16 in one rounding
+// ---------------------------------------------------------------------------
+
+// Returns the bits of `d` rounded to f32 "to odd": truncated toward zero,
+// with the last bit set when anything was lost (values beyond the f32
+// range truncate to the largest finite f32, which is odd; a NaN keeps its
+// sign and top payload bits and is quiet). Rounding that f32 to a format
+// at least two bits narrower (f16, bf16) gives the correctly rounded value
+// of `d` itself, with no double-rounding error.
+static inline uint32_t accel_plugin_f64_to_f32_odd_bits(double d) {
+  uint64_t b;
+  memcpy(&b, &d, sizeof(b));
+  uint32_t sign = (uint32_t)(b >> 32) & 0x80000000u;
+  int e = (int)((b >> 52) & 0x7ffu);
+  uint64_t m = b & 0xfffffffffffffull;
+  uint32_t u;
+  if (e == 0x7ff) {  // infinity or NaN
+    u = m != 0 ? 0x7fc00000u | (uint32_t)(m >> 29) : 0x7f800000u;
+  } else if (e == 0) {  // zero, or a double subnormal: far below f32's
+    u = m != 0 ? 1u : 0u;
+  } else if (e - 1023 > 127) {  // beyond FLT_MAX
+    u = 0x7f7fffffu;
+  } else {
+    // Drop 29 bits for a normal f32, more for a subnormal one.
+    int drop = e - 1023 >= -126 ? 29 : 29 + (-126 - (e - 1023));
+    uint64_t full = e - 1023 >= -126 ? m : m | (1ull << 52);
+    uint32_t head = drop < 64 ? (uint32_t)(full >> drop) : 0u;
+    int lost = drop < 64 ? (full & ((1ull << drop) - 1u)) != 0 : full != 0;
+    if (e - 1023 >= -126) head |= (uint32_t)(e - 1023 + 127) << 23;
+    u = head | (uint32_t)lost;
+  }
+  return sign | u;
+}
+
+// Returns `d` rounded once to binary16, as a bit pattern: nearest, ties to
+// even, as accel_plugin_f32_to_f16 rounds, but from the exact double (a
+// double rounded to f32 first could land on an f16 tie it was not on).
+// The rule for op_fill and for f16 sums accumulated in double.
+static inline uint16_t accel_plugin_f64_to_f16(double d) {
+  uint32_t u = accel_plugin_f64_to_f32_odd_bits(d);
+  float f;
+  memcpy(&f, &u, sizeof(f));
+  return accel_plugin_f32_to_f16(f);
+}
+
+// Returns `d` rounded once to bfloat16, as a bit pattern (see
+// accel_plugin_f64_to_f16); i32 to bf16 goes through here too, since an
+// i32 is exact as a double but not always as an f32.
+static inline uint16_t accel_plugin_f64_to_bf16(double d) {
+  uint32_t u = accel_plugin_f64_to_f32_odd_bits(d);
+  float f;
+  memcpy(&f, &u, sizeof(f));
+  return accel_plugin_f32_to_bf16(f);
+}
+
+// ---------------------------------------------------------------------------
 // i32
 // ---------------------------------------------------------------------------
 

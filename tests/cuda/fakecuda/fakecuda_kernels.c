@@ -143,20 +143,6 @@ static void st(void* p, int dt, uint64_t i, float f) {
   }
 }
 
-// `d` rounded to f32 "to odd" (truncate, set the last bit if inexact):
-// rounding that to f16 or bf16 gives `d` correctly rounded, in one step.
-// double -> float -> half would round twice and differ at ties.
-static float f64_to_f32_odd(double d) {
-  float f = (float)d;
-  if (f != f || (double)f == d) return f;
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  if ((double)(f < 0 ? -f : f) > (d < 0 ? -d : d)) u -= 1;
-  u |= 1u;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 // ops.cu's E::from_double: one rounding from the double.
 static void st_double(void* p, int dt, uint64_t i, double d) {
   switch (dt) {
@@ -164,9 +150,12 @@ static void st_double(void* p, int dt, uint64_t i, double d) {
       st(p, dt, i, (float)d);
       return;
     case F16:
-    case BF16:
-      st(p, dt, i, f64_to_f32_odd(d));
+    case BF16: {
+      uint16_t h = dt == F16 ? accel_plugin_f64_to_f16(d)
+                             : accel_plugin_f64_to_bf16(d);
+      memcpy((unsigned char*)p + 2 * i, &h, 2);
       return;
+    }
     default: {
       int32_t v = accel_plugin_f64_to_i32_sat(d);
       memcpy((unsigned char*)p + 4 * i, &v, 4);
