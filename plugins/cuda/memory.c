@@ -80,9 +80,10 @@ void accel_cuda_host_free(void* device_ptr, void* ptr) {
   accel_cuda_context_pop(device);
 }
 
-// Finishes a synchronous call: checks `r`, then waits for the legacy
-// default stream (see the top of this file) when `drain`.
-static accel_status_t accel_cuda_sync_done(accel_cuda_device_t* device,
+// Finishes a copy or memset call: checks `r`, then, for a synchronous call
+// that may return early (`drain`), waits for the legacy default stream
+// (see the top of this file).
+static accel_status_t accel_cuda_call_done(accel_cuda_device_t* device,
                                            CUresult r, const char* call,
                                            bool drain) {
   if (r == CUDA_SUCCESS && drain) {
@@ -103,13 +104,12 @@ accel_status_t accel_cuda_copy_h2d(void* device_ptr, void* stream, void* dst,
   if (status != ACCEL_OK) return status;
   CUdeviceptr d = accel_cuda_ptr(dst, dst_offset);
   if (stream == NULL) {
-    status = accel_cuda_sync_done(device, cu->cuMemcpyHtoD(d, src, size),
+    status = accel_cuda_call_done(device, cu->cuMemcpyHtoD(d, src, size),
                                   "cuMemcpyHtoD", true);
   } else {
-    CUresult r = cu->cuMemcpyHtoDAsync(d, src, size, ACCEL_CUDA_STREAM(stream));
-    status = r == CUDA_SUCCESS
-                 ? ACCEL_OK
-                 : accel_cuda_device_fail(device, r, "cuMemcpyHtoDAsync");
+    status = accel_cuda_call_done(
+        device, cu->cuMemcpyHtoDAsync(d, src, size, ACCEL_CUDA_STREAM(stream)),
+        "cuMemcpyHtoDAsync", false);
   }
   accel_cuda_context_pop(device);
   return status;
@@ -124,13 +124,12 @@ accel_status_t accel_cuda_copy_d2h(void* device_ptr, void* stream, void* dst,
   if (status != ACCEL_OK) return status;
   CUdeviceptr s = accel_cuda_ptr(src, src_offset);
   if (stream == NULL) {
-    status = accel_cuda_sync_done(device, cu->cuMemcpyDtoH(dst, s, size),
+    status = accel_cuda_call_done(device, cu->cuMemcpyDtoH(dst, s, size),
                                   "cuMemcpyDtoH", false);
   } else {
-    CUresult r = cu->cuMemcpyDtoHAsync(dst, s, size, ACCEL_CUDA_STREAM(stream));
-    status = r == CUDA_SUCCESS
-                 ? ACCEL_OK
-                 : accel_cuda_device_fail(device, r, "cuMemcpyDtoHAsync");
+    status = accel_cuda_call_done(
+        device, cu->cuMemcpyDtoHAsync(dst, s, size, ACCEL_CUDA_STREAM(stream)),
+        "cuMemcpyDtoHAsync", false);
   }
   accel_cuda_context_pop(device);
   return status;
@@ -245,15 +244,15 @@ accel_status_t accel_cuda_copy_peer(void* device_ptr, void* stream, void* dst,
   CUdeviceptr d = accel_cuda_ptr(dst, dst_offset);
   CUdeviceptr s = accel_cuda_ptr(src, src_offset);
   if (stream == NULL) {
-    status = accel_cuda_sync_done(
+    status = accel_cuda_call_done(
         device, cu->cuMemcpyPeer(d, device->ctx, s, peer->ctx, size),
         "cuMemcpyPeer", true);
   } else {
-    CUresult r = cu->cuMemcpyPeerAsync(d, device->ctx, s, peer->ctx, size,
-                                       ACCEL_CUDA_STREAM(stream));
-    status = r == CUDA_SUCCESS
-                 ? ACCEL_OK
-                 : accel_cuda_device_fail(device, r, "cuMemcpyPeerAsync");
+    status = accel_cuda_call_done(
+        device,
+        cu->cuMemcpyPeerAsync(d, device->ctx, s, peer->ctx, size,
+                              ACCEL_CUDA_STREAM(stream)),
+        "cuMemcpyPeerAsync", false);
   }
   accel_cuda_context_pop(device);
   return status;
@@ -267,13 +266,12 @@ accel_status_t accel_cuda_memset(void* device_ptr, void* stream, void* dst,
   if (status != ACCEL_OK) return status;
   CUdeviceptr d = accel_cuda_ptr(dst, offset);
   if (stream == NULL) {
-    status = accel_cuda_sync_done(device, cu->cuMemsetD8(d, value, size),
+    status = accel_cuda_call_done(device, cu->cuMemsetD8(d, value, size),
                                   "cuMemsetD8", true);
   } else {
-    CUresult r = cu->cuMemsetD8Async(d, value, size, ACCEL_CUDA_STREAM(stream));
-    status = r == CUDA_SUCCESS
-                 ? ACCEL_OK
-                 : accel_cuda_device_fail(device, r, "cuMemsetD8Async");
+    status = accel_cuda_call_done(
+        device, cu->cuMemsetD8Async(d, value, size, ACCEL_CUDA_STREAM(stream)),
+        "cuMemsetD8Async", false);
   }
   accel_cuda_context_pop(device);
   return status;
