@@ -41,6 +41,7 @@ static const char* accel__host_getenv(const accel_host_t* host,
 void accel__host_init(accel__host_t* host, accel__plugin_t* plugin) {
   host->host.struct_size = sizeof(accel_host_t);
   host->host.abi_version = ACCEL_PLUGIN_ABI_VERSION;
+  host->host.abi_minor = ACCEL_PLUGIN_ABI_MINOR;
   host->host.fail = accel__host_fail;
   host->host.log = accel__host_log;
   host->host.getenv = accel__host_getenv;

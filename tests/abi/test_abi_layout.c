@@ -43,19 +43,21 @@ static void layout_check(const char* what, size_t got, size_t expected) {
 TEST(host_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_host_t, 32);
+  SIZE(accel_host_t, 40);
   FIELD(accel_host_t, struct_size, 0, 4);
   FIELD(accel_host_t, abi_version, 4, 4);
   FIELD(accel_host_t, fail, 8, 8);
   FIELD(accel_host_t, log, 16, 8);
   FIELD(accel_host_t, getenv, 24, 8);
+  // -- since ABI 1.3 --
+  FIELD(accel_host_t, abi_minor, 32, 4);
   LAYOUT_END();
 }
 
 TEST(device_props_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_plugin_device_props_t, 848);
+  SIZE(accel_plugin_device_props_t, 1072);
   FIELD(accel_plugin_device_props_t, struct_size, 0, 4);
   FIELD(accel_plugin_device_props_t, type, 4, 4);
   FIELD(accel_plugin_device_props_t, name, 8, 256);
@@ -72,6 +74,13 @@ TEST(device_props_layout) {
   FIELD(accel_plugin_device_props_t, driver_version, 720, 64);
   // -- since ABI 1.1 --
   FIELD(accel_plugin_device_props_t, module_target, 784, 64);
+  // -- since ABI 1.3 --
+  FIELD(accel_plugin_device_props_t, max_alloc_size, 848, 8);
+  FIELD(accel_plugin_device_props_t, max_shared_mem_bytes, 856, 8);
+  FIELD(accel_plugin_device_props_t, buffer_offset_alignment, 864, 4);
+  FIELD(accel_plugin_device_props_t, max_grid, 868, 12);
+  FIELD(accel_plugin_device_props_t, module_formats, 880, 128);
+  FIELD(accel_plugin_device_props_t, platform, 1008, 64);
   LAYOUT_END();
 }
 
@@ -207,7 +216,7 @@ TEST(abi_constants) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
   VALUE(ACCEL_PLUGIN_ABI_VERSION, 1);
-  VALUE(ACCEL_PLUGIN_ABI_MINOR, 2);
+  VALUE(ACCEL_PLUGIN_ABI_MINOR, 3);
   VALUE(ACCEL_DEVICE_OPS_MIN_SIZE, 184);
   VALUE(ACCEL_PLUGIN_MIN_SIZE, 80);
   LAYOUT_END();

@@ -47,7 +47,7 @@ extern "C" {
 
 // Minor ABI version: the number of "since ABI 1.N" additions this header
 // has. Informational: compatibility is decided by struct_size, not by this.
-#define ACCEL_PLUGIN_ABI_MINOR 2u
+#define ACCEL_PLUGIN_ABI_MINOR 3u
 
 // Name of the one exported symbol; pass it to dlsym().
 #define ACCEL_PLUGIN_ENTRY_NAME "accel_plugin_entry"
@@ -175,6 +175,11 @@ struct accel_host {
   // Reads an environment variable the way the core does (secure_getenv).
   // Returns NULL when unset. The string belongs to the environment.
   const char* (*getenv)(const accel_host_t* host, const char* name);
+  // -- since ABI 1.3 --
+  // ACCEL_PLUGIN_ABI_MINOR of the core that made this table, so a newer
+  // plugin can avoid what an older core lacks. Absent from a 1.0-1.2 core
+  // (check ACCEL_PLUGIN_HAS_FIELD(host, accel_host_t, abi_minor) first).
+  uint32_t abi_minor;
 };
 
 // ---------------------------------------------------------------------------
@@ -206,6 +211,36 @@ typedef struct accel_plugin_device_props {
   // and rejects a mismatch before the plugin sees the image. Empty if the
   // device loads no modules.
   char module_target[64];
+  // -- since ABI 1.3 --
+  // Largest single allocation mem_alloc can satisfy, in bytes (OpenCL's
+  // CL_DEVICE_MAX_MEM_ALLOC_SIZE). 0 means no limit below `total_memory`.
+  // The core refuses a larger buffer with a message that says so.
+  uint64_t max_alloc_size;
+  // Most dynamic shared (OpenCL: local) memory one launch may ask for, in
+  // bytes. 0 means unknown: the core then leaves the check to the plugin.
+  uint64_t max_shared_mem_bytes;
+  // Alignment in bytes that the plugin offset of a kernel buffer argument
+  // must have (a power of two; OpenCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8,
+  // since a cl_mem argument at an offset is a sub-buffer). 0 or 1 means any
+  // offset. The caching allocator starts every buffer on a multiple of it,
+  // so offset 0 of any buffer always launches; a launch whose argument
+  // offset is not a multiple fails in the core with ACCEL_ERROR_UNSUPPORTED
+  // naming the alignment.
+  uint32_t buffer_offset_alignment;
+  // Largest grid the device launches, per dimension. 0 means unlimited
+  // (the core still refuses a total block count above 2^63).
+  uint32_t max_grid[3];
+  // Space-separated module formats the device loads in addition to
+  // `module_target`: "opencl-c" (OpenCL C source text), "spirv" (a SPIR-V
+  // module), or a format of the plugin's own. The core hands an image it
+  // recognises to the plugin only if its format is `module_target`'s
+  // family or listed here, and an image it does not recognise only if this
+  // list is non-empty (the plugin then parses it and reports a clear error
+  // if it is not what it loads). Empty for 1.0-1.2 plugins.
+  char module_formats[128];
+  // Platform or runtime the device belongs to ("Portable Computing
+  // Language", "NVIDIA CUDA"), or empty.
+  char platform[64];
 } accel_plugin_device_props_t;
 
 // Row-major GEMM as the core hands it to a plugin, already validated:
@@ -258,7 +293,11 @@ typedef enum accel_plugin_arg_kind {
 
 // One kernel argument as the core passes it. Buffers arrive as the plugin's
 // own memory handle and a byte offset; the plugin turns them into whatever
-// its kernels take (a device pointer, a host pointer).
+// its kernels take (a device pointer, a host pointer). Handle-based
+// runtimes (OpenCL) pass `mem` itself at offset 0 and a sub-buffer
+// starting at `offset` otherwise; such a device reports the alignment a
+// sub-buffer origin needs in `buffer_offset_alignment`, and the core never
+// passes an offset that is not a multiple of it (since ABI 1.3).
 typedef struct accel_plugin_arg {
   uint32_t kind;  // accel_plugin_arg_kind_t
   uint32_t size;  // bytes of `value` for ACCEL_PLUGIN_ARG_VALUE
@@ -267,7 +306,12 @@ typedef struct accel_plugin_arg {
   uint64_t offset;
 } accel_plugin_arg_t;
 
-// Launch geometry and arguments for `launch`.
+// Launch geometry and arguments for `launch`. `shared_mem_bytes` is the
+// dynamic shared memory of the launch: on CUDA and HIP the kernel's extern
+// __shared__ array; on OpenCL one extra `__local` pointer argument of that
+// size, appended after the user's arguments (none when it is 0). The core
+// has checked the grid against `max_grid` and the total block count
+// against 2^63, and `shared_mem_bytes` against `max_shared_mem_bytes`.
 typedef struct accel_plugin_launch {
   uint32_t struct_size;
   uint32_t grid[3];
@@ -372,7 +416,12 @@ typedef struct accel_device_ops {
   accel_status_t (*event_elapsed_ms)(void* start, void* end, float* out_ms);
 
   // (optional) Loads a module from a target binary image. NULL means the
-  // device runs no custom kernels (ACCEL_ERROR_UNSUPPORTED).
+  // device runs no custom kernels (ACCEL_ERROR_UNSUPPORTED). The image is
+  // of `module_target`'s family, or (since ABI 1.3) of a format listed in
+  // `module_formats`, or of a format the core does not recognise when that
+  // list is non-empty. A plugin that compiles (OpenCL C) puts the build
+  // log in its ACCEL_ERROR_INVALID_ARGUMENT message. The core keeps no
+  // reference to `image` after the call.
   accel_status_t (*module_load)(void* device, const void* image, size_t size,
                                 void** out_module);
   // (optional) Unloads a module. Must be set with module_load.
@@ -466,8 +515,10 @@ typedef struct accel_plugin {
   // -- since ABI 1.0 --
   const char* name;     // short id used in device URIs: [a-z0-9_]{1,31}
   const char* version;  // the plugin's own version, "1.2.0"
-  // Preference for ACCEL_BACKEND=auto: higher wins. First-party values:
-  // cuda 300, rocm 200, cpu 0.
+  // Preference for ACCEL_BACKEND=auto among devices of the same type (a
+  // GPU device outranks every CPU device whatever the plugin's priority;
+  // since ABI 1.3): higher wins. First-party values: cuda 300, rocm 200,
+  // opencl 100, cpu 0.
   int32_t priority;
   // Initialises the plugin. Must not touch the vendor driver (that happens
   // on first use, in device_count). `host` stays valid until `unload`.
