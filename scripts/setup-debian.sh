@@ -18,6 +18,14 @@ blas_packages=(libopenblas0-pthread libblis4)
 # path). About 63 MiB to download, 337 MiB installed (LLVM 15, ROCm device
 # libraries). Without them the plugin is skipped at configure time.
 rocm_packages=(libamdhip64-dev hipcc)
+# The OpenCL plugin builds against the Khronos headers and opens the ICD
+# loader at run time; PoCL is the real OpenCL runtime CI runs it on (a CPU
+# device), CLBlast its GEMM engine (docs/opencl-backend.md). oneDNN is a
+# GEMM engine of the CPU plugin, opened at run time. clang and its
+# sanitizer runtime build the fuzz targets and the clang UBSan stage.
+opencl_packages=(opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1
+  pocl-opencl-icd libclblast1)
+extra_packages=(libdnnl2 clang libclang-rt-14-dev)
 
 missing=()
 optional=()  # installed when the distribution has them (rocm_packages)
@@ -32,7 +40,8 @@ if command -v dpkg-query >/dev/null 2>&1; then
       packages+=("$pkg")
     fi
   done
-  for pkg in "${rocm_packages[@]}"; do
+  for pkg in "${rocm_packages[@]}" "${opencl_packages[@]}" \
+      "${extra_packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
         grep -q 'install ok installed'; then
       missing+=("$pkg")
@@ -58,6 +67,6 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
 if [ "${#optional[@]}" -ne 0 ] &&
     ! "${sudo[@]}" apt-get install -y --no-install-recommends "${optional[@]}"; then
-  echo "setup: could not install ${optional[*]}; the ROCm plugin will be" \
-    "skipped" >&2
+  echo "setup: could not install ${optional[*]}; the plugins and stages" \
+    "that need them will be skipped" >&2
 fi

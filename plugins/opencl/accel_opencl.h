@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: MIT
+//
+// Internal interface of the OpenCL plugin. Nothing here is exported: the
+// only public symbol of libaccel-opencl.so is accel_plugin_entry
+// (plugin.c). The plugin links no OpenCL library: the ICD loader
+// (libOpenCL.so.1) is opened at the first device_count, and CLBlast at the
+// first GEMM.
+//
+// Objects and the files that own them:
+//   accel_opencl_api_t     icd.c      the ICD loader's entry points
+//   accel_opencl_plugin_t  plugin.c   state created by load(), freed by
+//                                     unload(); platforms and devices found
+//                                     at the first device_count (device.c)
+//   accel_opencl_device_t  device.c   one cl_device_id, its context (one
+//                                     context per platform, shared by that
+//                                     platform's devices) and properties
+//   accel_opencl_mem_t     memory.c   a cl_mem; copies, memset, pinned host
+//                                     memory, peer copies
+//   accel_opencl_stream_t  stream.c   an in-order, profiling command queue
+//                                     and the asynchronous-error tracking
+//   accel_opencl_event_t   event.c    a marker event per record
+//   programs               program.c  building OpenCL C / SPIR-V, the
+//                                     on-disk program binary cache
+//   custom kernels         module.c   module_load, kernels, launches
+//   built-in ops           ops.c      kernels/ops.cl, built once per device
+//   GEMM                   gemm.c     CLBlast (clblast.c) or kernels/gemm.cl
+//
+// Locking: the plugin mutex guards the one-time ICD and CLBlast loading;
+// each device mutex guards its lazily built built-in program; each kernel
+// object (built-in or custom) has a mutex held from the first
+// clSetKernelArg to the clEnqueueNDRangeKernel that uses the arguments,
+// since OpenCL kernel argument state is not thread-safe; each stream mutex
+// guards its pending-event list. Lock order: stream, then kernel, then
+// device; never the other way.
+#ifndef ACCEL_PLUGINS_OPENCL_ACCEL_OPENCL_H_
+#define ACCEL_PLUGINS_OPENCL_ACCEL_OPENCL_H_
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+#include <CL/cl_icd.h>
+#include <accel/plugin.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// Version string of the plugin; the build passes the project version.
+#ifndef ACCEL_OPENCL_VERSION
+#define ACCEL_OPENCL_VERSION "0.2.0"
+#endif
+
+// Size of the buffers that carry a reason to report later.
+#define ACCEL_OPENCL_MESSAGE_SIZE 512
+
+// ---------------------------------------------------------------------------
+// The ICD loader (icd.c)
+// ---------------------------------------------------------------------------
+
+// Every OpenCL entry point the plugin calls, resolved with dlsym from the
+// ICD loader. The types are the Khronos cl_api_* typedefs of <CL/cl_icd.h>.
+// Entry points newer than OpenCL 1.2 are marked optional and may be NULL
+// (a 1.2 loader); the plugin checks before calling them.
+#define ACCEL_OPENCL_FUNCS(X)      \
+  X(clGetPlatformIDs)              \
+  X(clGetPlatformInfo)             \
+  X(clGetDeviceIDs)                \
+  X(clGetDeviceInfo)               \
+  X(clCreateContext)               \
+  X(clReleaseContext)              \
+  X(clCreateCommandQueue)          \
+  X(clReleaseCommandQueue)         \
+  X(clFlush)                       \
+  X(clFinish)                      \
+  X(clCreateBuffer)                \
+  X(clCreateSubBuffer)             \
+  X(clReleaseMemObject)            \
+  X(clGetMemObjectInfo)            \
+  X(clEnqueueReadBuffer)           \
+  X(clEnqueueWriteBuffer)          \
+  X(clEnqueueCopyBuffer)           \
+  X(clEnqueueFillBuffer)           \
+  X(clEnqueueMapBuffer)            \
+  X(clEnqueueUnmapMemObject)       \
+  X(clEnqueueMarkerWithWaitList)   \
+  X(clEnqueueBarrierWithWaitList)  \
+  X(clWaitForEvents)               \
+  X(clGetEventInfo)                \
+  X(clGetEventProfilingInfo)       \
+  X(clCreateUserEvent)             \
+  X(clSetUserEventStatus)          \
+  X(clSetEventCallback)            \
+  X(clRetainEvent)                 \
+  X(clReleaseEvent)                \
+  X(clCreateProgramWithSource)     \
+  X(clCreateProgramWithBinary)     \
+  X(clBuildProgram)                \
+  X(clGetProgramInfo)              \
+  X(clGetProgramBuildInfo)         \
+  X(clReleaseProgram)              \
+  X(clCreateKernel)                \
+  X(clCreateKernelsInProgram)      \
+  X(clGetKernelInfo)               \
+  X(clGetKernelWorkGroupInfo)      \
+  X(clSetKernelArg)                \
+  X(clReleaseKernel)               \
+  X(clEnqueueNDRangeKernel)
+
+// OpenCL 2.1+ entry points (optional; NULL on an older loader).
+#define ACCEL_OPENCL_FUNCS_OPTIONAL(X) X(clCreateProgramWithIL)
+
+typedef struct accel_opencl_api {
+#define ACCEL_OPENCL_FIELD(name) cl_api_##name name;
+  ACCEL_OPENCL_FUNCS(ACCEL_OPENCL_FIELD)
+  ACCEL_OPENCL_FUNCS_OPTIONAL(ACCEL_OPENCL_FIELD)
+#undef ACCEL_OPENCL_FIELD
+} accel_opencl_api_t;
+
+// Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or "CL error N".
+// Static storage for known codes; unknown ones use a thread-local buffer.
+const char* accel_opencl_error_name(cl_int err);
+
+// Maps an OpenCL error to an accel status (CL_MEM_OBJECT_ALLOCATION_FAILURE
+// and CL_OUT_OF_RESOURCES on allocation: OUT_OF_DEVICE_MEMORY;
+// CL_OUT_OF_HOST_MEMORY: OUT_OF_MEMORY; CL_INVALID_*: INVALID_ARGUMENT or
+// INTERNAL; execution failures: DEVICE_LOST; others: BACKEND) and records
+// "<what>: <error name>" through host->fail. Returns ACCEL_OK for
+// CL_SUCCESS without touching the message.
+accel_status_t accel_opencl_check(const accel_host_t* host, cl_int err,
+                                  const char* what);
+
+// ---------------------------------------------------------------------------
+// Plugin and devices (plugin.c, device.c)
+// ---------------------------------------------------------------------------
+
+typedef struct accel_opencl_device accel_opencl_device_t;
+
+typedef struct accel_opencl_plugin {
+  const accel_host_t* host;
+  pthread_mutex_t mutex;  // guards the one-time loading below
+  // The ICD loader, opened at the first device_count.
+  bool icd_tried;
+  accel_status_t icd_status;  // UNAVAILABLE with the reason when missing
+  char icd_error[ACCEL_OPENCL_MESSAGE_SIZE];
+  void* icd;  // dlopen handle
+  accel_opencl_api_t cl;
+  // Every device of every platform, in platform order, then device order.
+  uint32_t device_count;
+  cl_platform_id* device_platforms;  // [device_count]
+  cl_device_id* device_ids;          // [device_count]
+  cl_context* platform_contexts;     // one per platform, created lazily
+  uint32_t platform_count;
+  cl_platform_id* platforms;  // [platform_count]
+  // CLBlast (clblast.c), opened at the first GEMM; NULL when missing.
+  bool clblast_tried;
+  void* clblast;  // opaque accel_opencl_clblast_t*, owned by clblast.c
+  char clblast_error[ACCEL_OPENCL_MESSAGE_SIZE];
+} accel_opencl_plugin_t;
+
+// One opened device. Fields after `props` are filled at open.
+struct accel_opencl_device {
+  accel_opencl_plugin_t* plugin;
+  const accel_opencl_api_t* cl;  // &plugin->cl
+  const accel_host_t* host;      // plugin->host
+  uint32_t index;
+  cl_platform_id platform;
+  cl_device_id id;
+  cl_context context;          // shared with the platform's other devices
+  cl_command_queue sync_queue;  // for the core's stream-less (NULL) calls
+  pthread_mutex_t mutex;
+  // Cached properties (device.c).
+  accel_plugin_device_props_t props;
+  uint32_t base_addr_align;  // bytes (CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8)
+  uint32_t opencl_c_major;   // highest OpenCL C version the device takes
+  uint32_t opencl_c_minor;
+  bool has_fp16;  // cl_khr_fp16
+  bool has_fp64;  // cl_khr_fp64
+  bool has_il;    // SPIR-V through clCreateProgramWithIL
+  uint64_t timer_resolution_ns;  // CL_DEVICE_PROFILING_TIMER_RESOLUTION
+  // Built-in ops (ops.c, program.c): the program built from kernels/ops.cl
+  // and its kernels, created at the first op under `mutex`. NULL before.
+  void* builtins;
+};
+
+// ---------------------------------------------------------------------------
+// Memory (memory.c)
+// ---------------------------------------------------------------------------
+
+// A device allocation. Every `void* mem` the core passes is one of these.
+typedef struct accel_opencl_mem {
+  cl_mem mem;
+  uint64_t size;
+} accel_opencl_mem_t;
+
+// A cl_mem covering [offset, offset + size) of `mem`: `mem->mem` itself
+// (retained) when offset is 0 and size the whole buffer, otherwise a new
+// sub-buffer. `offset` must be a multiple of the device's
+// base_addr_align, which the core guarantees for kernel arguments. The
+// caller releases the result with clReleaseMemObject.
+accel_status_t accel_opencl_mem_view(accel_opencl_device_t* device,
+                                     accel_opencl_mem_t* mem, uint64_t offset,
+                                     cl_mem* out);
+
+// ---------------------------------------------------------------------------
+// Streams (stream.c)
+// ---------------------------------------------------------------------------
+
+typedef struct accel_opencl_stream {
+  accel_opencl_device_t* device;
+  cl_command_queue queue;  // in order, CL_QUEUE_PROFILING_ENABLE
+  pthread_mutex_t mutex;   // guards the fields below
+  // Events of enqueued commands not yet known to be complete, checked for
+  // a negative execution status at synchronize and query; the first failure
+  // becomes the stream's sticky error.
+  cl_event* pending;
+  size_t pending_count;
+  size_t pending_capacity;
+  accel_status_t error;  // sticky; ACCEL_OK while healthy
+  char error_message[ACCEL_OPENCL_MESSAGE_SIZE];
+} accel_opencl_stream_t;
+
+// Records the outcome of enqueuing `what` on `stream`: when `err` is not
+// CL_SUCCESS, fails with its status and message (`event` must then be
+// NULL); otherwise takes ownership of `event` (may be NULL when the caller
+// asked for none) so that a failure of the command surfaces as the stream's
+// sticky error at the next synchronize or query. Thread-safe.
+accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
+                                            cl_int err, cl_event event,
+                                            const char* what);
+
+// ---------------------------------------------------------------------------
+// Built-in ops and GEMM (ops.c, gemm.c), custom kernels (module.c): the
+// plugin ABI entries, with the signatures of accel_device_ops_t.
+// ---------------------------------------------------------------------------
+
+// Frees the device's built-in program and kernels (device_close).
+void accel_opencl_builtins_release(accel_opencl_device_t* device);
+
+#endif  // ACCEL_PLUGINS_OPENCL_ACCEL_OPENCL_H_
