@@ -238,4 +238,49 @@ accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
 // Frees the device's built-in program and kernels (device_close).
 void accel_opencl_builtins_release(accel_opencl_device_t* device);
 
+// The entries below are the accel_device_ops_t entries of the same name
+// without the "accel_opencl_" prefix; their contracts are in
+// <accel/plugin.h>. `device` is an accel_opencl_device_t, `stream` an
+// accel_opencl_stream_t and memory an accel_opencl_mem_t.
+accel_status_t accel_opencl_op_fill(void* device, void* stream, void* dst,
+                                    uint64_t dst_offset, uint32_t dtype,
+                                    uint64_t count, double value);
+accel_status_t accel_opencl_op_cast(void* device, void* stream, void* dst,
+                                    uint64_t dst_offset, uint32_t dst_dtype,
+                                    const void* src, uint64_t src_offset,
+                                    uint32_t src_dtype, uint64_t count);
+accel_status_t accel_opencl_op_scale(void* device, void* stream, void* x,
+                                     uint64_t x_offset, uint32_t dtype,
+                                     uint64_t count, double alpha);
+accel_status_t accel_opencl_op_axpy(void* device, void* stream, void* y,
+                                    uint64_t y_offset, const void* x,
+                                    uint64_t x_offset, uint32_t dtype,
+                                    uint64_t count, double alpha);
+accel_status_t accel_opencl_op_add(void* device, void* stream, void* z,
+                                   uint64_t z_offset, const void* x,
+                                   uint64_t x_offset, const void* y,
+                                   uint64_t y_offset, uint32_t dtype,
+                                   uint64_t count);
+accel_status_t accel_opencl_op_mul(void* device, void* stream, void* z,
+                                   uint64_t z_offset, const void* x,
+                                   uint64_t x_offset, const void* y,
+                                   uint64_t y_offset, uint32_t dtype,
+                                   uint64_t count);
+accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
+                                   uint64_t out_offset, const void* x,
+                                   uint64_t x_offset, uint32_t dtype,
+                                   uint64_t count);
+accel_status_t accel_opencl_op_gemm(void* device, void* stream,
+                                    const accel_plugin_gemm_t* gemm);
+
+// Custom kernels (module.c): `module` comes from accel_opencl_module_load,
+// `function` from accel_opencl_module_function.
+accel_status_t accel_opencl_module_load(void* device, const void* image,
+                                        size_t size, void** out_module);
+void accel_opencl_module_unload(void* module);
+accel_status_t accel_opencl_module_function(void* module, const char* name,
+                                            void** out_function);
+accel_status_t accel_opencl_launch(void* function, void* stream,
+                                   const accel_plugin_launch_t* launch);
+
 #endif  // ACCEL_PLUGINS_OPENCL_ACCEL_OPENCL_H_
