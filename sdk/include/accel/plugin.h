@@ -322,6 +322,43 @@ typedef struct accel_plugin_launch {
 } accel_plugin_launch_t;
 
 // ---------------------------------------------------------------------------
+// Function types of the built-in op entries (ABI 1.1 and 1.2), so a plugin
+// declares its implementations as `accel_plugin_op_fill_fn my_fill;`
+// instead of repeating each prototype. They name exactly the types of the
+// accel_device_ops_t members below; adding them changed no ABI.
+// ---------------------------------------------------------------------------
+typedef accel_status_t accel_plugin_op_fill_fn(void* device, void* stream,
+                                               void* dst, uint64_t dst_offset,
+                                               uint32_t dtype, uint64_t count,
+                                               double value);
+typedef accel_status_t accel_plugin_op_cast_fn(
+    void* device, void* stream, void* dst, uint64_t dst_offset,
+    uint32_t dst_dtype, const void* src, uint64_t src_offset,
+    uint32_t src_dtype, uint64_t count);
+typedef accel_status_t accel_plugin_op_scale_fn(void* device, void* stream,
+                                                void* x, uint64_t x_offset,
+                                                uint32_t dtype, uint64_t count,
+                                                double alpha);
+typedef accel_status_t accel_plugin_op_axpy_fn(void* device, void* stream,
+                                               void* y, uint64_t y_offset,
+                                               const void* x, uint64_t x_offset,
+                                               uint32_t dtype, uint64_t count,
+                                               double alpha);
+// op_add and op_mul.
+typedef accel_status_t accel_plugin_op_binary_fn(
+    void* device, void* stream, void* z, uint64_t z_offset, const void* x,
+    uint64_t x_offset, const void* y, uint64_t y_offset, uint32_t dtype,
+    uint64_t count);
+typedef accel_status_t accel_plugin_op_sum_fn(void* device, void* stream,
+                                              void* out, uint64_t out_offset,
+                                              const void* x, uint64_t x_offset,
+                                              uint32_t dtype, uint64_t count);
+typedef accel_status_t accel_plugin_op_gemm_fn(void* device, void* stream,
+                                               const accel_plugin_gemm_t* gemm);
+typedef accel_status_t accel_plugin_op_gemm_workspace_fn(
+    void* device, const accel_plugin_gemm_t* gemm, uint64_t* out_bytes);
+
+// ---------------------------------------------------------------------------
 // Device operations.
 //
 // Handles are the plugin's own: `device` comes from `device_open`, `mem`
@@ -539,6 +576,12 @@ typedef struct accel_plugin {
   void (*device_close)(void* device);
   // Device operations shared by every device of this plugin. Required.
   const accel_device_ops_t* device_ops;
+  // -- since ABI 1.3 --
+  // ACCEL_PLUGIN_ABI_MINOR the plugin was built with. Informational: the
+  // core shows it in the load report; compatibility is still decided by
+  // struct_size. (ABI 1.3 added no entry to this table or device_ops, so
+  // without this field a 1.3 plugin's sizes would read as 1.2.)
+  uint32_t abi_minor;
 } accel_plugin_t;
 
 // Smallest descriptor the core accepts (ABI 1.0).
