@@ -16,9 +16,18 @@
 //   GEMM                  gemm.c     op_gemm: rocBLAS or the tiled kernel
 //   rocBLAS loader        blas.c     dlopen()s rocBLAS at the first GEMM
 //
-// HIP keeps a "current device" per thread; every entry that creates or
-// uses device state first calls hipSetDevice(device->index), so the core
-// may call any entry from any thread.
+// HIP keeps a "current device" per thread, and the application shares it:
+// every entry that creates or uses device state makes its device current
+// (accel_rocm_device_enter) and gives the caller's back before returning
+// (accel_rocm_device_leave), so the core may call any entry from any
+// thread and the application's next HIP call still targets its own device.
+//
+// From HIP 7.0 the last error is sticky until hipGetLastError reads it.
+// A failure the plugin expects and handles (peer access already enabled,
+// hipMalloc out of memory before the cache retry, a code object that does
+// not load before the hiprtc fallback) is cleared with
+// accel_rocm_clear_error so the application's own error checks do not trip
+// on it.
 #ifndef ACCEL_PLUGINS_ROCM_ACCEL_ROCM_H_
 #define ACCEL_PLUGINS_ROCM_ACCEL_ROCM_H_
 
@@ -33,17 +42,28 @@
 
 // Version string of the plugin; the build passes the project version.
 #ifndef ACCEL_ROCM_VERSION
-#define ACCEL_ROCM_VERSION "0.1.0"
+#define ACCEL_ROCM_VERSION "0.2.0"
 #endif
 
 typedef struct accel_rocm_device accel_rocm_device_t;
+typedef void* accel_rocm_blas_handle_t;  // rocblas_handle
+// A rocBLAS handle bound to one stream, created at its first GEMM. `lock`
+// serialises set_stream + set_workspace + gemm_ex on it (handles are not
+// thread-safe, and the workspace the core lends changes per GEMM). `lent`:
+// the handle may still point at memory the core lent an earlier GEMM
+// (gemm.c), so a GEMM without a lent workspace must first hand it back to
+// rocBLAS-managed memory. Both guarded by `lock`.
+typedef struct accel_rocm_blas_slot {
+  pthread_mutex_t lock;
+  accel_rocm_blas_handle_t handle;
+  bool lent;
+} accel_rocm_blas_slot_t;
 
 // ---------------------------------------------------------------------------
 // Plugin state (plugin.c)
 // ---------------------------------------------------------------------------
 
 // rocBLAS, as blas.c opened it (enum values of rocblas-types.h).
-typedef void* accel_rocm_blas_handle_t;  // rocblas_handle
 enum {
   ACCEL_ROCM_BLAS_OP_N = 111,         // rocblas_operation_none
   ACCEL_ROCM_BLAS_OP_T = 112,         // rocblas_operation_transpose
@@ -91,6 +111,12 @@ const accel_rocm_blas_t* accel_rocm_blas_get(accel_rocm_plugin_t* plugin);
 
 // Unloads rocBLAS (plugin unload, after every device closed).
 void accel_rocm_blas_close(accel_rocm_plugin_t* plugin);
+// Initialises an empty slot; ACCEL_ERROR_INTERNAL if its mutex cannot be.
+accel_status_t accel_rocm_blas_slot_init(accel_rocm_blas_slot_t* slot);
+// Destroys the slot's handle, if any, and its mutex. `device` is current
+// and the slot's stream idle.
+void accel_rocm_blas_slot_deinit(accel_rocm_device_t* device,
+                                 accel_rocm_blas_slot_t* slot);
 
 // Opens the runtime on first use; returns its status (with the reason
 // through host->fail when it failed). Thread-safe.
@@ -138,26 +164,31 @@ struct accel_rocm_device {
   char pci_bus_id[32];
   uint64_t total_memory;
   uint32_t compute_units, max_threads_per_block, warp_size;
-  bool peer_enabled[64];  // guarded by `mutex`
-  pthread_mutex_t mutex;  // guards `builtin` loading and peer_enabled
-  // rocBLAS handle of this device, created at its first GEMM; `blas_lock`
-  // serialises set_stream + set_workspace + gemm_ex on it (handles are not
-  // thread-safe, and the workspace the core lends changes per GEMM).
-  pthread_mutex_t blas_lock;
-  accel_rocm_blas_handle_t blas;
-  bool blas_failed;  // guarded by blas_lock: creating the handle failed
-  // Guarded by blas_lock: the handle may still point at memory the core
-  // lent an earlier GEMM (gemm.c), so a GEMM without a lent workspace
-  // must first hand it back to rocBLAS-managed memory.
-  bool blas_lent;
+  bool peer_any;          // hipDeviceCanAccessPeer allows another device
+  bool peer_tried[64];    // guarded by `mutex`: enabling was attempted
+  pthread_mutex_t mutex;  // guards `builtin` loading and peer_tried
+  // rocBLAS handle for GEMMs without a stream ("now"); each stream has
+  // its own (accel_rocm_stream_t), so no two streams share a handle's
+  // rocBLAS-managed scratch.
+  accel_rocm_blas_slot_t blas;
+  _Atomic bool blas_failed;  // creating a handle failed: the kernel runs
   bool builtin_tried;
   accel_status_t builtin_status;
   char builtin_why[ACCEL_ROCM_MESSAGE_SIZE];
   accel_rocm_builtin_t builtin;
 };
 
-// Makes `device` current on the calling thread; host->fail on error.
-accel_status_t accel_rocm_device_use(accel_rocm_device_t* device);
+// Makes `device` current on the calling thread and stores in `*out_saved`
+// what accel_rocm_device_leave needs to give the caller's current device
+// back; host->fail on error (then nothing is to be left).
+accel_status_t accel_rocm_device_enter(accel_rocm_device_t* device,
+                                       int* out_saved);
+// Makes the device current before accel_rocm_device_enter current again.
+void accel_rocm_device_leave(const accel_rocm_device_t* device, int saved);
+// Reads and drops the calling thread's last HIP error after a failure the
+// plugin handled, so it does not surface in the application's next
+// hipGetLastError/hipPeekAtLastError.
+void accel_rocm_clear_error(const accel_rocm_runtime_t* rt);
 
 // Records a HIP failure of `what` on `device` and returns its status.
 accel_status_t accel_rocm_device_fail(const accel_rocm_device_t* device,
@@ -208,6 +239,7 @@ typedef struct accel_rocm_stream {
   accel_rocm_device_t* device;
   hipStream_t stream;
   void* scratch;  // ACCEL_ROCM_SUM_SCRATCH bytes of device memory
+  accel_rocm_blas_slot_t blas;  // this stream's rocBLAS handle (gemm.c)
 } accel_rocm_stream_t;
 
 // The hipStream_t of `stream`, or the null stream for NULL.

@@ -237,17 +237,13 @@ static accel_status_t accel_rocm_builtin_jit(accel_rocm_device_t* device) {
 
 // Loads the module and its functions into device->builtin.
 static accel_status_t accel_rocm_builtin_init(accel_rocm_device_t* device) {
-  accel_status_t status = accel_rocm_device_use(device);
-  if (status != ACCEL_OK) {
-    snprintf(device->builtin_why, sizeof(device->builtin_why),
-             "hipSetDevice failed");
-    return status;
-  }
   hipError_t err = hipSuccess;
   bool loaded = false;
   if (accel_rocm_builtin_embedded(device->arch)) {
     loaded = accel_rocm_builtin_load(device, accel_rocm_ops_bundle, &err);
     if (!loaded) {
+      // Expected (the JIT follows): not the application's error to see.
+      accel_rocm_clear_error(device->rt);
       // E.g. an xnack or sramecc mode the offline build did not target.
       device->host->log(device->host, ACCEL_LOG_INFO,
                         "%s: embedded code object refused for %s (%s)",
@@ -264,7 +260,7 @@ static accel_status_t accel_rocm_builtin_init(accel_rocm_device_t* device) {
     return ACCEL_ERROR_UNSUPPORTED;
   }
   if (!loaded) {
-    status = accel_rocm_builtin_jit(device);
+    accel_status_t status = accel_rocm_builtin_jit(device);
     if (status != ACCEL_OK) return status;
   }
   accel_rocm_builtin_t* b = &device->builtin;
@@ -295,6 +291,9 @@ static accel_status_t accel_rocm_builtin_init(accel_rocm_device_t* device) {
 accel_status_t accel_rocm_builtin_get(accel_rocm_device_t* device,
                                       const accel_rocm_builtin_t** out) {
   *out = NULL;
+  int saved = 0;
+  accel_status_t entered = accel_rocm_device_enter(device, &saved);
+  if (entered != ACCEL_OK) return entered;
   pthread_mutex_lock(&device->mutex);
   if (!device->builtin_tried) {
     device->builtin_status = accel_rocm_builtin_init(device);
@@ -302,6 +301,7 @@ accel_status_t accel_rocm_builtin_get(accel_rocm_device_t* device,
   }
   accel_status_t status = device->builtin_status;
   pthread_mutex_unlock(&device->mutex);
+  accel_rocm_device_leave(device, saved);
   if (status != ACCEL_OK) {
     return device->host->fail(device->host, status, "%s: %s", device->prefix,
                               device->builtin_why);
@@ -311,9 +311,11 @@ accel_status_t accel_rocm_builtin_get(accel_rocm_device_t* device,
 }
 
 void accel_rocm_builtin_release(accel_rocm_device_t* device) {
+  int saved = 0;
   if (device->builtin.module != NULL &&
-      accel_rocm_device_use(device) == ACCEL_OK) {
+      accel_rocm_device_enter(device, &saved) == ACCEL_OK) {
     device->rt->hipModuleUnload(device->builtin.module);
+    accel_rocm_device_leave(device, saved);
   }
   device->builtin.module = NULL;
 }

@@ -22,11 +22,39 @@ accel_status_t accel_rocm_device_fail(const accel_rocm_device_t* device,
   return accel_rocm_fail(device->host, device->rt, error, device->prefix, what);
 }
 
-accel_status_t accel_rocm_device_use(accel_rocm_device_t* device) {
-  hipError_t err = device->rt->hipSetDevice((int)device->index);
-  return err == hipSuccess
-             ? ACCEL_OK
-             : accel_rocm_device_fail(device, err, "hipSetDevice");
+// `saved` of accel_rocm_device_enter when the device was already current.
+#define ACCEL_ROCM_NOTHING_SAVED (-1)
+
+accel_status_t accel_rocm_device_enter(accel_rocm_device_t* device,
+                                       int* out_saved) {
+  const accel_rocm_runtime_t* rt = device->rt;
+  *out_saved = ACCEL_ROCM_NOTHING_SAVED;
+  int current = 0;
+  hipError_t err = rt->hipGetDevice(&current);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipGetDevice");
+  }
+  if (current == (int)device->index) return ACCEL_OK;
+  err = rt->hipSetDevice((int)device->index);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipSetDevice");
+  }
+  *out_saved = current;
+  return ACCEL_OK;
+}
+
+void accel_rocm_device_leave(const accel_rocm_device_t* device, int saved) {
+  if (saved == ACCEL_ROCM_NOTHING_SAVED) return;
+  hipError_t err = device->rt->hipSetDevice(saved);
+  if (err != hipSuccess) {
+    device->host->log(device->host, ACCEL_LOG_WARN,
+                      "%s: giving the thread back its device %d: %s",
+                      device->prefix, saved, device->rt->hipGetErrorName(err));
+  }
+}
+
+void accel_rocm_clear_error(const accel_rocm_runtime_t* rt) {
+  (void)rt->hipGetLastError();
 }
 
 // Copies gcnArchName into `arch_full` and its processor part into `arch`.
@@ -92,6 +120,14 @@ static accel_status_t accel_rocm_device_read(accel_rocm_device_t* device) {
     device->pci_bus_id[0] = '\0';  // optional information
   }
   device->pci_bus_id[sizeof(device->pci_bus_id) - 1] = '\0';
+  // The capability says what hipDeviceCanAccessPeer says, not the count.
+  for (int peer = 0; peer < rt->device_count && !device->peer_any; peer++) {
+    int can = 0;
+    if (peer != dev && rt->hipDeviceCanAccessPeer(&can, dev, peer) ==
+                           hipSuccess) {
+      device->peer_any = can != 0;
+    }
+  }
   return ACCEL_OK;
 }
 
@@ -117,7 +153,7 @@ accel_status_t accel_rocm_device_open(void* plugin_ptr, uint32_t index,
     free(device);
     return host->fail(host, ACCEL_ERROR_INTERNAL, "rocm:%u: mutex", index);
   }
-  if (pthread_mutex_init(&device->blas_lock, NULL) != 0) {
+  if (accel_rocm_blas_slot_init(&device->blas) != ACCEL_OK) {
     pthread_mutex_destroy(&device->mutex);
     free(device);
     return host->fail(host, ACCEL_ERROR_INTERNAL, "rocm:%u: mutex", index);
@@ -126,11 +162,16 @@ accel_status_t accel_rocm_device_open(void* plugin_ptr, uint32_t index,
   device->host = host;
   device->rt = rt;
   device->index = index;
+  atomic_init(&device->blas_failed, false);
   snprintf(device->prefix, sizeof(device->prefix), "rocm:%u", index);
-  status = accel_rocm_device_use(device);
-  if (status == ACCEL_OK) status = accel_rocm_device_read(device);
+  int saved = 0;
+  status = accel_rocm_device_enter(device, &saved);
+  if (status == ACCEL_OK) {
+    status = accel_rocm_device_read(device);
+    accel_rocm_device_leave(device, saved);
+  }
   if (status != ACCEL_OK) {
-    pthread_mutex_destroy(&device->blas_lock);
+    pthread_mutex_destroy(&device->blas.lock);
     pthread_mutex_destroy(&device->mutex);
     free(device);
     return status;
@@ -145,10 +186,10 @@ void accel_rocm_device_close(void* device_ptr) {
   accel_rocm_device_t* device = device_ptr;
   if (device == NULL) return;
   accel_rocm_builtin_release(device);
-  if (device->blas != NULL && accel_rocm_device_use(device) == ACCEL_OK) {
-    device->plugin->blas.destroy_handle(device->blas);
-  }
-  pthread_mutex_destroy(&device->blas_lock);
+  int saved = 0;
+  bool entered = accel_rocm_device_enter(device, &saved) == ACCEL_OK;
+  accel_rocm_blas_slot_deinit(device, &device->blas);
+  if (entered) accel_rocm_device_leave(device, saved);
   pthread_mutex_destroy(&device->mutex);
   free(device);
 }
@@ -177,7 +218,7 @@ accel_status_t accel_rocm_device_query_props(
                              ACCEL_DEVICE_CAP_PINNED_MEMORY |
                              ACCEL_DEVICE_CAP_EVENT_TIMING |
                              ACCEL_DEVICE_CAP_KERNELS;
-  if (rt->device_count > 1) caps |= ACCEL_DEVICE_CAP_PEER_ACCESS;
+  if (device->peer_any) caps |= ACCEL_DEVICE_CAP_PEER_ACCESS;
   char version[64];
   snprintf(version, sizeof(version), "HIP %d.%d.%d, driver %d",
            rt->version / 10000000, rt->version / 100000 % 100,
@@ -207,10 +248,12 @@ accel_status_t accel_rocm_device_query_props(
 accel_status_t accel_rocm_device_mem_info(void* device_ptr, uint64_t* out_free,
                                           uint64_t* out_total) {
   accel_rocm_device_t* device = device_ptr;
-  accel_status_t status = accel_rocm_device_use(device);
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
   if (status != ACCEL_OK) return status;
   size_t free_bytes = 0, total = 0;
   hipError_t err = device->rt->hipMemGetInfo(&free_bytes, &total);
+  accel_rocm_device_leave(device, saved);
   if (err != hipSuccess) {
     return accel_rocm_device_fail(device, err, "hipMemGetInfo");
   }
@@ -226,22 +269,13 @@ accel_status_t accel_rocm_device_can_access_peer(void* device_ptr,
   const accel_rocm_device_t* peer = peer_ptr;
   *out_can = false;
   if (device == peer) return ACCEL_OK;
+  // A pure query: access is enabled at the first copy between the pair
+  // (accel_rocm_peer_enable in memory.c).
   int can = 0;
   hipError_t err = device->rt->hipDeviceCanAccessPeer(&can, (int)device->index,
                                                       (int)peer->index);
   if (err != hipSuccess) {
     return accel_rocm_device_fail(device, err, "hipDeviceCanAccessPeer");
-  }
-  if (can && peer->index < 64) {
-    // Enable once, so hipMemcpyPeerAsync goes direct rather than staged.
-    pthread_mutex_lock(&device->mutex);
-    if (!device->peer_enabled[peer->index] &&
-        accel_rocm_device_use(device) == ACCEL_OK) {
-      err = device->rt->hipDeviceEnablePeerAccess((int)peer->index, 0);
-      device->peer_enabled[peer->index] =
-          err == hipSuccess || err == hipErrorPeerAccessAlreadyEnabled;
-    }
-    pthread_mutex_unlock(&device->mutex);
   }
   *out_can = can != 0;
   return ACCEL_OK;

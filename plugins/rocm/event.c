@@ -16,8 +16,6 @@ accel_status_t accel_rocm_event_create(void* device_ptr,
                               "%s: unknown event flags 0x%x", device->prefix,
                               (unsigned)flags);
   }
-  accel_status_t status = accel_rocm_device_use(device);
-  if (status != ACCEL_OK) return status;
   accel_rocm_event_t* event = calloc(1, sizeof(*event));
   if (event == NULL) {
     return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
@@ -28,8 +26,15 @@ accel_status_t accel_rocm_event_create(void* device_ptr,
   atomic_init(&event->recorded, false);
   unsigned hip_flags =
       (flags & ACCEL_EVENT_TIMING) ? hipEventDefault : hipEventDisableTiming;
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
+  if (status != ACCEL_OK) {
+    free(event);
+    return status;
+  }
   hipError_t err =
       device->rt->hipEventCreateWithFlags(&event->event, hip_flags);
+  accel_rocm_device_leave(device, saved);
   if (err != hipSuccess) {
     free(event);
     return accel_rocm_device_fail(device, err, "hipEventCreateWithFlags");
@@ -49,10 +54,12 @@ void accel_rocm_event_destroy(void* event_ptr) {
 accel_status_t accel_rocm_event_record(void* event_ptr, void* stream_ptr) {
   accel_rocm_event_t* event = event_ptr;
   accel_rocm_stream_t* stream = stream_ptr;
-  accel_status_t status = accel_rocm_device_use(stream->device);
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(stream->device, &saved);
   if (status != ACCEL_OK) return status;
   hipError_t err =
       event->device->rt->hipEventRecord(event->event, stream->stream);
+  accel_rocm_device_leave(stream->device, saved);
   if (err != hipSuccess) {
     return accel_rocm_device_fail(stream->device, err, "hipEventRecord");
   }
@@ -95,10 +102,12 @@ accel_status_t accel_rocm_event_elapsed_ms(void* start_ptr, void* end_ptr,
                       "%s: elapsed time needs two ACCEL_EVENT_TIMING events",
                       start->device->prefix);
   }
+  // As the CPU plugin and the core: misuse, not "not yet".
   if (!atomic_load(&start->recorded) || !atomic_load(&end->recorded)) {
-    return host->fail(host, ACCEL_ERROR_NOT_READY,
-                      "%s: elapsed time of an event never recorded",
-                      start->device->prefix);
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "%s: elapsed time: the %s event was never recorded",
+                      start->device->prefix,
+                      atomic_load(&start->recorded) ? "end" : "start");
   }
   hipError_t err =
       start->device->rt->hipEventElapsedTime(out_ms, start->event, end->event);

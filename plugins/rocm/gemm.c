@@ -26,16 +26,42 @@
 // k == 0, when the sizes exceed int, when rocBLAS is absent or its handle
 // could not be created (the tiled kernel needs none), or when rocBLAS has
 // no rocblas_set_workspace (before ROCm 5): rocBLAS then allocates its own, as
-// does a core older than ABI 1.2, which lends nothing. The handle is the
-// device's, shared by its streams, so blas_lock is held across set_stream,
-// set_workspace and gemm_ex; the lent memory is only valid for this GEMM, so a
-// later GEMM without one (an ABI 1.1 core) first returns the handle to
-// rocBLAS-managed memory (set_workspace(NULL, 0)).
+// does a core older than ABI 1.2, which lends nothing. Each stream has its
+// own handle (accel_rocm_blas_slot_t, created at the stream's first GEMM;
+// the device has one for GEMMs without a stream): rocBLAS-managed scratch
+// belongs to a handle and is reused by its next GEMM, so a handle shared
+// by two streams would let their GEMMs run over one scratch at once. The
+// slot's lock is held across set_stream, set_workspace and gemm_ex, since
+// threads may enqueue on one stream at once; the lent memory is only
+// valid for this GEMM, so a later GEMM without one (an ABI 1.1 core) first
+// returns the handle to rocBLAS-managed memory (set_workspace(NULL, 0)).
+//
+// Accumulation: rocblas_gemm_ex's compute type is rocblas_datatype_f32_r
+// for every dtype, which rocBLAS documents as the type of the
+// accumulation; the flags argument is 0 (rocblas_gemm_flags_none), since
+// no rocblas_gemm_flags value trades precision (they select packing,
+// atomics-free split-K and fp8 rounding; see docs/vendor-contracts.md).
 #include <limits.h>
 #include <string.h>
 
 #include "accel_rocm.h"
 #include "kernels/ops_impl.h"
+
+accel_status_t accel_rocm_blas_slot_init(accel_rocm_blas_slot_t* slot) {
+  slot->handle = NULL;
+  slot->lent = false;
+  return pthread_mutex_init(&slot->lock, NULL) == 0 ? ACCEL_OK
+                                                    : ACCEL_ERROR_INTERNAL;
+}
+
+void accel_rocm_blas_slot_deinit(accel_rocm_device_t* device,
+                                 accel_rocm_blas_slot_t* slot) {
+  if (slot->handle != NULL) {
+    device->plugin->blas.destroy_handle(slot->handle);
+    slot->handle = NULL;
+  }
+  pthread_mutex_destroy(&slot->lock);
+}
 
 // The rocBLAS datatype of an accel dtype (F32, F16 or BF16).
 static int accel_rocm_blas_type(uint32_t dtype) {
@@ -74,10 +100,7 @@ accel_status_t accel_rocm_op_gemm_workspace(void* device_ptr,
   }
   const accel_rocm_blas_t* blas = accel_rocm_blas_get(device->plugin);
   if (blas == NULL || blas->set_workspace == NULL) return ACCEL_OK;
-  pthread_mutex_lock(&device->blas_lock);
-  bool failed = device->blas_failed;
-  pthread_mutex_unlock(&device->blas_lock);
-  if (!failed) *out_bytes = accel_rocm_gemm_workspace_bytes(device);
+  if (!atomic_load(&device->blas_failed)) *out_bytes = accel_rocm_gemm_workspace_bytes(device);
   return ACCEL_OK;
 }
 
@@ -109,28 +132,32 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
   }
   const accel_rocm_blas_t* blas = accel_rocm_blas_get(device->plugin);
   if (blas == NULL) return ACCEL_ERROR_UNSUPPORTED;
-  accel_status_t status = accel_rocm_device_use(device);
+  accel_rocm_blas_slot_t* slot =
+      stream != NULL ? &((accel_rocm_stream_t*)stream)->blas : &device->blas;
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
   if (status != ACCEL_OK) return status;
-  pthread_mutex_lock(&device->blas_lock);
-  if (device->blas == NULL && !device->blas_failed) {
-    int rc = blas->create_handle(&device->blas);
+  pthread_mutex_lock(&slot->lock);
+  if (slot->handle == NULL && !atomic_load(&device->blas_failed)) {
+    int rc = blas->create_handle(&slot->handle);
     if (rc != 0) {
-      device->blas = NULL;
-      device->blas_failed = true;
+      slot->handle = NULL;
+      atomic_store(&device->blas_failed, true);
       device->host->log(device->host, ACCEL_LOG_WARN,
                         "%s: rocblas_create_handle failed (%d); GEMM uses "
                         "the tiled kernel",
                         device->prefix, rc);
     }
   }
-  if (device->blas == NULL) {
-    pthread_mutex_unlock(&device->blas_lock);
+  if (slot->handle == NULL) {
+    pthread_mutex_unlock(&slot->lock);
+    accel_rocm_device_leave(device, saved);
     return ACCEL_ERROR_UNSUPPORTED;
   }
   int ab = accel_rocm_blas_type(g->ab_dtype);
   int c = accel_rocm_blas_type(g->c_dtype);
   const char* call = "rocblas_set_stream";
-  int rc = blas->set_stream(device->blas, accel_rocm_stream_handle(stream));
+  int rc = blas->set_stream(slot->handle, accel_rocm_stream_handle(stream));
   if (rc == 0 && blas->set_workspace != NULL) {
     void* workspace = NULL;
     size_t workspace_size = 0;
@@ -141,30 +168,31 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
     }
     // Lent memory is set for every GEMM (it changes); without any, only
     // undo an earlier GEMM's (NULL, 0 frees what rocBLAS itself holds).
-    if (workspace != NULL || device->blas_lent) {
+    if (workspace != NULL || slot->lent) {
       call = "rocblas_set_workspace";
-      rc = blas->set_workspace(device->blas, workspace, workspace_size);
+      rc = blas->set_workspace(slot->handle, workspace, workspace_size);
       // On failure the handle's state is unknown: reset it next time.
-      device->blas_lent = rc != 0 || workspace != NULL;
+      slot->lent = rc != 0 || workspace != NULL;
     }
   }
   if (rc == 0) {
     call = "rocblas_gemm_ex";
-    rc = accel_rocm_gemm_ex(blas, device->blas, g, ab, c);
-    if (rc == ACCEL_ROCM_BLAS_MEMORY_ERROR && device->blas_lent &&
-        blas->set_workspace(device->blas, NULL, 0) == 0) {
+    rc = accel_rocm_gemm_ex(blas, slot->handle, g, ab, c);
+    if (rc == ACCEL_ROCM_BLAS_MEMORY_ERROR && slot->lent &&
+        blas->set_workspace(slot->handle, NULL, 0) == 0) {
       // A user-owned workspace never grows: this GEMM wanted more than
       // the fixed size lent. rocBLAS manages its own memory for it.
-      device->blas_lent = false;
+      slot->lent = false;
       device->host->log(device->host, ACCEL_LOG_WARN,
                         "%s: rocBLAS needs more than the %llu-byte workspace "
                         "lent for this GEMM; it allocates its own",
                         device->prefix,
                         (unsigned long long)gemm->workspace_size);
-      rc = accel_rocm_gemm_ex(blas, device->blas, g, ab, c);
+      rc = accel_rocm_gemm_ex(blas, slot->handle, g, ab, c);
     }
   }
-  pthread_mutex_unlock(&device->blas_lock);
+  pthread_mutex_unlock(&slot->lock);
+  accel_rocm_device_leave(device, saved);
   if (rc != 0) {
     return device->host->fail(device->host, ACCEL_ERROR_BACKEND,
                               "%s: %s failed with rocblas_status %d",

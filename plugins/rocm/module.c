@@ -36,8 +36,6 @@ accel_status_t accel_rocm_module_load(void* device_ptr, const void* image,
   accel_rocm_device_t* device = device_ptr;
   const accel_host_t* host = device->host;
   *out_module = NULL;
-  accel_status_t status = accel_rocm_device_use(device);
-  if (status != ACCEL_OK) return status;
   accel_rocm_module_t* module = calloc(1, sizeof(*module));
   void* copy = malloc(size);
   if (module == NULL || copy == NULL) {
@@ -53,11 +51,20 @@ accel_status_t accel_rocm_module_load(void* device_ptr, const void* image,
     return host->fail(host, ACCEL_ERROR_INTERNAL, "%s: module lock",
                       device->prefix);
   }
-  hipError_t err = device->rt->hipModuleLoadData(&module->module, copy);
-  if (err != hipSuccess) {
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
+  hipError_t err = hipSuccess;
+  if (status == ACCEL_OK) {
+    err = device->rt->hipModuleLoadData(&module->module, copy);
+    // The status reports a refused image; the sticky error must not.
+    if (err != hipSuccess) accel_rocm_clear_error(device->rt);
+    accel_rocm_device_leave(device, saved);
+  }
+  if (status != ACCEL_OK || err != hipSuccess) {
     pthread_mutex_destroy(&module->lock);
     free(copy);
     free(module);
+    if (status != ACCEL_OK) return status;
     if (err == hipErrorNoBinaryForGpu || err == hipErrorInvalidImage ||
         err == hipErrorInvalidKernelFile) {
       return host->fail(host, ACCEL_ERROR_INCOMPATIBLE,
@@ -77,8 +84,10 @@ accel_status_t accel_rocm_module_load(void* device_ptr, const void* image,
 void accel_rocm_module_unload(void* module_ptr) {
   accel_rocm_module_t* module = module_ptr;
   if (module == NULL) return;
-  if (accel_rocm_device_use(module->device) == ACCEL_OK) {
+  int saved = 0;
+  if (accel_rocm_device_enter(module->device, &saved) == ACCEL_OK) {
     module->device->rt->hipModuleUnload(module->module);
+    accel_rocm_device_leave(module->device, saved);
   }
   while (module->functions != NULL) {
     accel_rocm_function_t* next = module->functions->next;
@@ -150,13 +159,15 @@ accel_status_t accel_rocm_launch(void* function_ptr, void* stream,
       params[i] = (void*)arg->value;  // HIP copies the bytes at launch
     }
   }
-  accel_status_t status = accel_rocm_device_use(device);
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
   if (status == ACCEL_OK) {
     hipError_t err = device->rt->hipModuleLaunchKernel(
         function->function, launch->grid[0], launch->grid[1], launch->grid[2],
         launch->block[0], launch->block[1], launch->block[2],
         launch->shared_mem_bytes, accel_rocm_stream_handle(stream),
         n > 0 ? params : NULL, NULL);
+    accel_rocm_device_leave(device, saved);
     if (err != hipSuccess) {
       status = accel_rocm_device_fail(device, err, "hipModuleLaunchKernel");
     }

@@ -28,12 +28,14 @@ accel_status_t accel_rocm_launch_builtin(accel_rocm_device_t* device,
                                          const char* what, void* stream,
                                          const uint32_t grid[3],
                                          const uint32_t block[3], void* args) {
-  accel_status_t status = accel_rocm_device_use(device);
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
   if (status != ACCEL_OK) return status;
   void* params[] = {args};  // the kernel's one struct parameter
   hipError_t err = device->rt->hipModuleLaunchKernel(
       function, grid[0], grid[1], grid[2], block[0], block[1], block[2], 0,
       accel_rocm_stream_handle(stream), params, NULL);
+  accel_rocm_device_leave(device, saved);
   return err == hipSuccess ? ACCEL_OK
                            : accel_rocm_device_fail(device, err, what);
 }

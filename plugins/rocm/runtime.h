@@ -34,6 +34,8 @@
   X(hipGetErrorName, const char*, (hipError_t error))                         \
   X(hipGetErrorString, const char*, (hipError_t error))                       \
   X(hipSetDevice, hipError_t, (int device))                                   \
+  X(hipGetDevice, hipError_t, (int* device))                                  \
+  X(hipGetLastError, hipError_t, (void))                                      \
   X(hipDeviceGetAttribute, hipError_t,                                        \
     (int* value, hipDeviceAttribute_t attr, int device))                      \
   X(hipDeviceGetName, hipError_t, (char* name, int len, hipDevice_t device))  \

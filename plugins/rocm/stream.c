@@ -19,25 +19,38 @@ accel_status_t accel_rocm_stream_create(void* device_ptr,
   accel_rocm_device_t* device = device_ptr;
   const accel_rocm_runtime_t* rt = device->rt;
   *out_stream = NULL;
-  accel_status_t status = accel_rocm_device_use(device);
-  if (status != ACCEL_OK) return status;
   accel_rocm_stream_t* stream = calloc(1, sizeof(*stream));
   if (stream == NULL) {
     return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
                               "%s: stream state", device->prefix);
   }
+  if (accel_rocm_blas_slot_init(&stream->blas) != ACCEL_OK) {
+    free(stream);
+    return device->host->fail(device->host, ACCEL_ERROR_INTERNAL,
+                              "%s: stream mutex", device->prefix);
+  }
   stream->device = device;
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
+  if (status != ACCEL_OK) {
+    pthread_mutex_destroy(&stream->blas.lock);
+    free(stream);
+    return status;
+  }
+  const char* what = "hipStreamCreateWithFlags";
   hipError_t err =
       rt->hipStreamCreateWithFlags(&stream->stream, hipStreamNonBlocking);
-  if (err != hipSuccess) {
-    free(stream);
-    return accel_rocm_device_fail(device, err, "hipStreamCreateWithFlags");
+  if (err == hipSuccess) {
+    what = "hipMalloc(stream scratch)";
+    err = rt->hipMalloc(&stream->scratch, ACCEL_ROCM_SUM_SCRATCH);
+    if (err != hipSuccess) rt->hipStreamDestroy(stream->stream);
   }
-  err = rt->hipMalloc(&stream->scratch, ACCEL_ROCM_SUM_SCRATCH);
+  if (err != hipSuccess) accel_rocm_clear_error(rt);
+  accel_rocm_device_leave(device, saved);
   if (err != hipSuccess) {
-    rt->hipStreamDestroy(stream->stream);
+    pthread_mutex_destroy(&stream->blas.lock);
     free(stream);
-    return accel_rocm_device_fail(device, err, "hipMalloc(stream scratch)");
+    return accel_rocm_device_fail(device, err, what);
   }
   *out_stream = stream;
   return ACCEL_OK;
@@ -50,10 +63,15 @@ void accel_rocm_stream_destroy(void* stream_ptr) {
   const accel_rocm_runtime_t* rt = device->rt;
   // The contract: destroy after pending work. hipStreamDestroy does not
   // wait, and the scratch may still be in use, so synchronise first.
-  if (accel_rocm_device_use(device) == ACCEL_OK) {
+  int saved = 0;
+  if (accel_rocm_device_enter(device, &saved) == ACCEL_OK) {
     rt->hipStreamSynchronize(stream->stream);
+    accel_rocm_blas_slot_deinit(device, &stream->blas);
     rt->hipFree(stream->scratch);
     rt->hipStreamDestroy(stream->stream);
+    accel_rocm_device_leave(device, saved);
+  } else {
+    pthread_mutex_destroy(&stream->blas.lock);
   }
   free(stream);
 }

@@ -16,13 +16,18 @@
 //   FAKEHIP_DEVICES  number of devices (default 1); 0 makes hipInit and
 //                    hipGetDeviceCount return hipErrorNoDevice
 //   FAKEHIP_ARCH     gcnArchName (default "gfx90a:sramecc+:xnack-")
-//   FAKEHIP_VERSION  hipRuntimeGetVersion (default 50221153, HIP 5.2)
+//   FAKEHIP_VERSION  hipRuntimeGetVersion (default 50221153, HIP 5.2);
+//                    from 70000000 (HIP 7.0) the last error is sticky
+//                    until hipGetLastError reads it (fakehip_thread.c)
 //   FAKEHIP_RTC_FAIL when set, hiprtcCompileProgram fails with a log
 //   FAKEHIP_FAULT    a kernel name: its launches fault asynchronously
 //                    (hipErrorIllegalAddress at the next synchronisation)
 //   FAKEHIP_ROCBLAS_NEED  bytes of workspace every rocBLAS GEMM needs: with
 //                    a smaller user-owned workspace, rocblas_gemm_ex
 //                    returns rocblas_status_memory_error
+//   FAKEHIP_BLAS_DELAY_MS  each rocBLAS GEMM sleeps this long when it runs
+// gemm_ex refuses (rocblas_status_internal_error) a GEMM on a handle's own
+// workspace while a GEMM queued on another stream still uses it.
 // It also exports a minimal rocBLAS (handles, set_stream, set_workspace,
 // gemm_ex, column-major as the real one), for the plugin's rocBLAS path via
 // ACCEL_ROCM_BLAS=<this library>. gemm_ex writes over the first and last
@@ -52,6 +57,7 @@
 #define FAKEHIP_TOTAL ((size_t)8 << 30)  // bytes per fake device
 #define FAKEHIP_HEADER 256               // bytes before each allocation
 #define FAKEHIP_MAX_PARAMS 8
+#define FAKEHIP_MAX_DEVICES 16
 #define FAKEHIP_BUNDLE_MAGIC "__CLANG_OFFLOAD_BUNDLE__"
 
 // ---------------------------------------------------------------------------
@@ -60,7 +66,6 @@
 
 static pthread_mutex_t fakehip_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t fakehip_allocated;  // guarded by fakehip_lock
-static _Thread_local int fakehip_current;
 
 static int fakehip_devices(void) {
   const char* v = getenv("FAKEHIP_DEVICES");
@@ -80,23 +85,23 @@ static double fakehip_now_ms(void) {
 
 FAKEHIP_API hipError_t hipInit(unsigned int flags) {
   (void)flags;
-  return fakehip_devices() > 0 ? hipSuccess : hipErrorNoDevice;
+  return fakehip_ret(fakehip_devices() > 0 ? hipSuccess : hipErrorNoDevice);
 }
 
 FAKEHIP_API hipError_t hipGetDeviceCount(int* count) {
   int n = fakehip_devices();
   *count = n > 0 ? n : 0;
-  return n > 0 ? hipSuccess : hipErrorNoDevice;
+  return fakehip_ret(n > 0 ? hipSuccess : hipErrorNoDevice);
 }
 
 FAKEHIP_API hipError_t hipRuntimeGetVersion(int* version) {
   const char* v = getenv("FAKEHIP_VERSION");
   *version = v != NULL && v[0] != '\0' ? atoi(v) : 50221153;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDriverGetVersion(int* version) {
-  return hipRuntimeGetVersion(version);
+  return fakehip_ret(hipRuntimeGetVersion(version));
 }
 
 FAKEHIP_API const char* hipGetErrorName(hipError_t error) {
@@ -137,34 +142,43 @@ static bool fakehip_valid(int device) {
 }
 
 FAKEHIP_API hipError_t hipSetDevice(int device) {
-  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  if (!fakehip_valid(device)) return fakehip_ret(hipErrorInvalidDevice);
   fakehip_current = device;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
+
+FAKEHIP_API hipError_t hipGetDevice(int* device) {
+  *device = fakehip_current;
+  return fakehip_ret(hipSuccess);
+}
+
+// Peer access enabled from each device to each other (as the runtime, per
+// process): enabling twice is hipErrorPeerAccessAlreadyEnabled.
+static bool fakehip_peer_on[FAKEHIP_MAX_DEVICES][FAKEHIP_MAX_DEVICES];
 
 FAKEHIP_API hipError_t hipDeviceGetAttribute(int* value,
                                              hipDeviceAttribute_t attr,
                                              int device) {
-  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  if (!fakehip_valid(device)) return fakehip_ret(hipErrorInvalidDevice);
   switch (attr) {
     case hipDeviceAttributeMultiprocessorCount:
       *value = 4;
-      return hipSuccess;
+      return fakehip_ret(hipSuccess);
     case hipDeviceAttributeMaxThreadsPerBlock:
       *value = 1024;
-      return hipSuccess;
+      return fakehip_ret(hipSuccess);
     case hipDeviceAttributeWarpSize:
       *value = 64;
-      return hipSuccess;
+      return fakehip_ret(hipSuccess);
     default:
-      return hipErrorInvalidValue;
+      return fakehip_ret(hipErrorInvalidValue);
   }
 }
 
 // ROCm 5's hipGetDeviceProperties (the R0000 layout of these headers).
 FAKEHIP_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* props,
                                               int device) {
-  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  if (!fakehip_valid(device)) return fakehip_ret(hipErrorInvalidDevice);
   memset(props, 0, sizeof(*props));
   snprintf(props->name, sizeof(props->name), "Fake AMD GPU (fakehip)");
   snprintf(props->gcnArchName, sizeof(props->gcnArchName), "%s",
@@ -173,39 +187,48 @@ FAKEHIP_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* props,
   props->multiProcessorCount = 4;
   props->maxThreadsPerBlock = 1024;
   props->warpSize = 64;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDeviceGetName(char* name, int len,
                                         hipDevice_t device) {
-  if (!fakehip_valid(device) || len <= 0) return hipErrorInvalidValue;
+  if (!fakehip_valid(device) || len <= 0) return fakehip_ret(hipErrorInvalidValue);
   snprintf(name, (size_t)len, "Fake AMD GPU (fakehip)");
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDeviceGetPCIBusId(char* id, int len, int device) {
-  if (!fakehip_valid(device) || len <= 0) return hipErrorInvalidValue;
+  if (!fakehip_valid(device) || len <= 0) return fakehip_ret(hipErrorInvalidValue);
   snprintf(id, (size_t)len, "0000:%02x:00.0", device);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDeviceTotalMem(size_t* bytes, hipDevice_t device) {
-  if (!fakehip_valid(device)) return hipErrorInvalidDevice;
+  if (!fakehip_valid(device)) return fakehip_ret(hipErrorInvalidDevice);
   *bytes = FAKEHIP_TOTAL;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDeviceCanAccessPeer(int* can, int device, int peer) {
   if (!fakehip_valid(device) || !fakehip_valid(peer)) {
-    return hipErrorInvalidDevice;
+    return fakehip_ret(hipErrorInvalidDevice);
   }
   *can = device != peer;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
   (void)flags;
-  return fakehip_valid(peer) ? hipSuccess : hipErrorInvalidDevice;
+  int self = fakehip_current;
+  if (!fakehip_valid(peer) || peer == self || peer >= FAKEHIP_MAX_DEVICES ||
+      self >= FAKEHIP_MAX_DEVICES) {
+    return fakehip_ret(hipErrorInvalidDevice);
+  }
+  pthread_mutex_lock(&fakehip_lock);
+  bool was = fakehip_peer_on[self][peer];
+  fakehip_peer_on[self][peer] = true;
+  pthread_mutex_unlock(&fakehip_lock);
+  return fakehip_ret(was ? hipErrorPeerAccessAlreadyEnabled : hipSuccess);
 }
 
 // ---------------------------------------------------------------------------
@@ -217,7 +240,7 @@ FAKEHIP_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
   *free_bytes = FAKEHIP_TOTAL - fakehip_allocated;
   pthread_mutex_unlock(&fakehip_lock);
   *total = FAKEHIP_TOTAL;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipMalloc(void** ptr, size_t size) {
@@ -234,15 +257,15 @@ FAKEHIP_API hipError_t hipMalloc(void** ptr, size_t size) {
       fakehip_allocated -= size;
       pthread_mutex_unlock(&fakehip_lock);
     }
-    return hipErrorOutOfMemory;
+    return fakehip_ret(hipErrorOutOfMemory);
   }
   memcpy(block, &size, sizeof(size));
   *ptr = (unsigned char*)block + FAKEHIP_HEADER;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipFree(void* ptr) {
-  if (ptr == NULL) return hipSuccess;
+  if (ptr == NULL) return fakehip_ret(hipSuccess);
   unsigned char* block = (unsigned char*)ptr - FAKEHIP_HEADER;
   size_t size;
   memcpy(&size, block, sizeof(size));
@@ -250,7 +273,7 @@ FAKEHIP_API hipError_t hipFree(void* ptr) {
   fakehip_allocated -= size;
   pthread_mutex_unlock(&fakehip_lock);
   free(block);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipHostMalloc(void** ptr, size_t size,
@@ -258,14 +281,14 @@ FAKEHIP_API hipError_t hipHostMalloc(void** ptr, size_t size,
   (void)flags;
   *ptr = NULL;
   if (posix_memalign(ptr, 4096, size ? size : 1) != 0) {
-    return hipErrorOutOfMemory;
+    return fakehip_ret(hipErrorOutOfMemory);
   }
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipHostFree(void* ptr) {
   free(ptr);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 // ---------------------------------------------------------------------------
@@ -538,111 +561,111 @@ FAKEHIP_API hipError_t hipStreamCreateWithFlags(hipStream_t* out,
                                                 unsigned int flags) {
   (void)flags;
   hipStream_t s = calloc(1, sizeof(*s));
-  if (s == NULL) return hipErrorOutOfMemory;
+  if (s == NULL) return fakehip_ret(hipErrorOutOfMemory);
   pthread_mutex_init(&s->mutex, NULL);
   pthread_cond_init(&s->cond, NULL);
   if (pthread_create(&s->worker, NULL, fakehip_worker, s) != 0) {
     free(s);
-    return hipErrorOutOfMemory;
+    return fakehip_ret(hipErrorOutOfMemory);
   }
   *out = s;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipStreamSynchronize(hipStream_t s) {
-  if (s == NULL) return hipSuccess;  // null-stream work ran synchronously
+  if (s == NULL) return fakehip_ret(hipSuccess);  // null-stream work ran synchronously
   pthread_mutex_lock(&s->mutex);
   while (s->pending > 0) pthread_cond_wait(&s->cond, &s->mutex);
   hipError_t error = s->error;
   pthread_mutex_unlock(&s->mutex);
-  return error;
+  return fakehip_ret(error);
 }
 
 FAKEHIP_API hipError_t hipStreamDestroy(hipStream_t s) {
-  if (s == NULL) return hipErrorInvalidHandle;
+  if (s == NULL) return fakehip_ret(hipErrorInvalidHandle);
   fakehip_task_t* t = fakehip_task(FAKEHIP_STOP);
-  if (t == NULL) return hipErrorOutOfMemory;
+  if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
   fakehip_submit(s, t);
   pthread_join(s->worker, NULL);
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond);
   free(s);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipStreamQuery(hipStream_t s) {
-  if (s == NULL) return hipSuccess;
+  if (s == NULL) return fakehip_ret(hipSuccess);
   pthread_mutex_lock(&s->mutex);
   int pending = s->pending;
   hipError_t error = s->error;
   pthread_mutex_unlock(&s->mutex);
-  return pending != 0 ? hipErrorNotReady : error;
+  return fakehip_ret(pending != 0 ? hipErrorNotReady : error);
 }
 
 FAKEHIP_API hipError_t hipEventCreateWithFlags(hipEvent_t* out,
                                                unsigned int flags) {
   hipEvent_t e = calloc(1, sizeof(*e));
-  if (e == NULL) return hipErrorOutOfMemory;
+  if (e == NULL) return fakehip_ret(hipErrorOutOfMemory);
   pthread_mutex_init(&e->mutex, NULL);
   pthread_cond_init(&e->cond, NULL);
   e->flags = flags;
   e->refs = 1;
   *out = e;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipEventDestroy(hipEvent_t e) {
-  if (e == NULL) return hipErrorInvalidHandle;
+  if (e == NULL) return fakehip_ret(hipErrorInvalidHandle);
   fakehip_event_release(e);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   fakehip_task_t* t = fakehip_task(FAKEHIP_RECORD);
-  if (t == NULL) return hipErrorOutOfMemory;
+  if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
   pthread_mutex_lock(&e->mutex);
   t->gen = ++e->recorded;
   e->refs++;
   pthread_mutex_unlock(&e->mutex);
   t->event = e;
-  return fakehip_submit(s, t);
+  return fakehip_ret(fakehip_submit(s, t));
 }
 
 FAKEHIP_API hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e,
                                           unsigned int flags) {
   (void)flags;
   fakehip_task_t* t = fakehip_task(FAKEHIP_WAIT);
-  if (t == NULL) return hipErrorOutOfMemory;
+  if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
   pthread_mutex_lock(&e->mutex);
   t->gen = e->recorded;
   e->refs++;
   pthread_mutex_unlock(&e->mutex);
   t->event = e;
-  return fakehip_submit(s, t);
+  return fakehip_ret(fakehip_submit(s, t));
 }
 
 FAKEHIP_API hipError_t hipEventSynchronize(hipEvent_t e) {
   pthread_mutex_lock(&e->mutex);
   while (e->done < e->recorded) pthread_cond_wait(&e->cond, &e->mutex);
   pthread_mutex_unlock(&e->mutex);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipEventQuery(hipEvent_t e) {
   pthread_mutex_lock(&e->mutex);
   bool done = e->done >= e->recorded;
   pthread_mutex_unlock(&e->mutex);
-  return done ? hipSuccess : hipErrorNotReady;
+  return fakehip_ret(done ? hipSuccess : hipErrorNotReady);
 }
 
 FAKEHIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start,
                                            hipEvent_t stop) {
   if ((start->flags & hipEventDisableTiming) ||
       (stop->flags & hipEventDisableTiming)) {
-    return hipErrorInvalidHandle;
+    return fakehip_ret(hipErrorInvalidHandle);
   }
   if (hipEventQuery(start) != hipSuccess || hipEventQuery(stop) != hipSuccess) {
-    return hipErrorNotReady;
+    return fakehip_ret(hipErrorNotReady);
   }
   pthread_mutex_lock(&start->mutex);
   double t0 = start->time_ms;
@@ -651,7 +674,7 @@ FAKEHIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start,
   double t1 = stop->time_ms;
   pthread_mutex_unlock(&stop->mutex);
   *ms = (float)(t1 - t0);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 // ---------------------------------------------------------------------------
@@ -671,26 +694,33 @@ static hipError_t fakehip_copy(void* dst, const void* src, size_t size,
 FAKEHIP_API hipError_t hipMemcpyAsync(void* dst, const void* src, size_t size,
                                       hipMemcpyKind kind, hipStream_t s) {
   (void)kind;
-  return fakehip_copy(dst, src, size, s);
+  // hip_runtime_api.h: "src and dst must not overlap". A GPU copy engine
+  // moving overlapping ranges corrupts them; the fake refuses instead.
+  const unsigned char* d = dst;
+  const unsigned char* from = src;
+  if (size > 0 && d < from + size && from < d + size) {
+    return fakehip_ret(hipErrorInvalidValue);
+  }
+  return fakehip_ret(fakehip_copy(dst, src, size, s));
 }
 
 FAKEHIP_API hipError_t hipMemcpyPeerAsync(void* dst, int dst_device,
                                           const void* src, int src_device,
                                           size_t size, hipStream_t s) {
   if (!fakehip_valid(dst_device) || !fakehip_valid(src_device)) {
-    return hipErrorInvalidDevice;
+    return fakehip_ret(hipErrorInvalidDevice);
   }
-  return fakehip_copy(dst, src, size, s);
+  return fakehip_ret(fakehip_copy(dst, src, size, s));
 }
 
 FAKEHIP_API hipError_t hipMemsetAsync(void* dst, int value, size_t size,
                                       hipStream_t s) {
   fakehip_task_t* t = fakehip_task(FAKEHIP_SET);
-  if (t == NULL) return hipErrorOutOfMemory;
+  if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
   t->dst = dst;
   t->value = value;
   t->size = size;
-  return fakehip_submit(s, t);
+  return fakehip_ret(fakehip_submit(s, t));
 }
 
 // ---------------------------------------------------------------------------
@@ -758,7 +788,7 @@ FAKEHIP_API hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
     size = fakehip_bundle_size(p);
     char triple[96];
     snprintf(triple, sizeof(triple), "amdgcn-amd-amdhsa--%s", arch);
-    if (!fakehip_contains(p, size, triple)) return hipErrorNoBinaryForGpu;
+    if (!fakehip_contains(p, size, triple)) return fakehip_ret(hipErrorNoBinaryForGpu);
   } else if (memcmp(p, "\177ELF", 4) == 0 && p[4] == 2) {
     size = fakehip_elf_size(p);
   } else if (memcmp(p, FAKEHIP_RTC_MAGIC, sizeof(FAKEHIP_RTC_MAGIC) - 1) == 0) {
@@ -767,30 +797,30 @@ FAKEHIP_API hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
     const char* nl = strchr(at, '\n');
     if (nl == NULL || (size_t)(nl - at) != strlen(fakehip_arch()) ||
         memcmp(at, fakehip_arch(), (size_t)(nl - at)) != 0) {
-      return hipErrorNoBinaryForGpu;
+      return fakehip_ret(hipErrorNoBinaryForGpu);
     }
     size = (size_t)(nl - (const char*)p) + strlen(nl) + 1;
   } else {
-    return hipErrorInvalidImage;
+    return fakehip_ret(hipErrorInvalidImage);
   }
   hipModule_t m = calloc(1, sizeof(*m));
   void* copy = malloc(size);
   if (m == NULL || copy == NULL) {
     free(m);
     free(copy);
-    return hipErrorOutOfMemory;
+    return fakehip_ret(hipErrorOutOfMemory);
   }
   memcpy(copy, image, size);  // HIP copies the image too
   m->image = copy;
   m->size = size;
   *out = m;
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipModuleUnload(hipModule_t m) {
   free((void*)m->image);
   free(m);
-  return hipSuccess;
+  return fakehip_ret(hipSuccess);
 }
 
 // Functions are static, one per known kernel, and never written (several
@@ -810,10 +840,10 @@ FAKEHIP_API hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t m,
     if (strcmp(fakehip_kernels[i].name, name) == 0 &&
         fakehip_contains(m->image, m->size, name)) {
       *out = (hipFunction_t)&fakehip_symbols[i];
-      return hipSuccess;
+      return fakehip_ret(hipSuccess);
     }
   }
-  return hipErrorNotFound;
+  return fakehip_ret(hipErrorNotFound);
 }
 
 FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
@@ -824,14 +854,14 @@ FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
                                              void** params, void** extra) {
   (void)shared;
   if (extra != NULL || (params == NULL && f->kernel->num_params > 0)) {
-    return hipErrorInvalidValue;
+    return fakehip_ret(hipErrorInvalidValue);
   }
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 ||
       (uint64_t)bx * by * bz > 1024) {
-    return hipErrorInvalidValue;
+    return fakehip_ret(hipErrorInvalidValue);
   }
   fakehip_task_t* t = fakehip_task(FAKEHIP_LAUNCH);
-  if (t == NULL) return hipErrorOutOfMemory;
+  if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
   t->kernel = f->kernel;
   t->grid[0] = gx, t->grid[1] = gy, t->grid[2] = gz;
   t->block[0] = bx, t->block[1] = by, t->block[2] = bz;
@@ -841,11 +871,11 @@ FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
     if (t->params[i] == NULL) {
       for (unsigned j = 0; j < i; j++) free(t->params[j]);
       free(t);
-      return hipErrorOutOfMemory;
+      return fakehip_ret(hipErrorOutOfMemory);
     }
     memcpy(t->params[i], params[i], f->kernel->param_size[i]);
   }
-  return fakehip_submit(s, t);
+  return fakehip_ret(fakehip_submit(s, t));
 }
 
 // ---------------------------------------------------------------------------
@@ -857,6 +887,12 @@ typedef struct fakehip_blas {
   hipStream_t stream;
   void* workspace;  // rocblas_set_workspace; NULL: rocBLAS-managed
   size_t workspace_size;
+  // GEMMs queued on the handle's own (rocBLAS-managed) workspace and not
+  // yet run, and the stream they were queued on (under fakehip_blas_lock).
+  // rocBLAS keeps one such workspace per handle and reuses it for every
+  // GEMM: two streams running GEMMs on it at once would share the scratch.
+  int managed_pending;
+  hipStream_t managed_stream;
 } fakehip_blas_t;
 
 // Bytes written at each end of a GEMM's workspace when it runs.
@@ -891,6 +927,7 @@ typedef struct fakehip_gemm_ex {
   accel_rocm_u32_t ab_dtype, c_dtype;
   unsigned char* workspace;  // in effect when queued; NULL if none was set
   size_t workspace_size;
+  fakehip_blas_t* managed;  // the handle, when on its own workspace
 } fakehip_gemm_ex_t;
 
 static int fakehip_blas_dtype(int t, accel_rocm_u32_t* out) {
@@ -940,6 +977,14 @@ FAKEHIP_API int rocblas_set_workspace(void* handle, void* addr, size_t size) {
 
 static void fakehip_gemm_ex_run(void* arg) {
   const fakehip_gemm_ex_t* g = arg;
+  // FAKEHIP_BLAS_DELAY_MS: each GEMM takes at least this long, so tests
+  // can queue work while one is still running.
+  const char* delay = getenv("FAKEHIP_BLAS_DELAY_MS");
+  if (delay != NULL) {
+    long ms = atol(delay);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   if (g->workspace_size != 0) {
     size_t n = g->workspace_size < FAKEHIP_BLAS_SCRIBBLE
                    ? g->workspace_size
@@ -963,6 +1008,11 @@ static void fakehip_gemm_ex_run(void* arg) {
       if (g->beta != 0.0f) r += g->beta * accel_rocm_load(g->c, g->c_dtype, ci);
       accel_rocm_store(g->c, g->c_dtype, ci, r);
     }
+  }
+  if (g->managed != NULL) {
+    pthread_mutex_lock(&fakehip_blas_lock);
+    g->managed->managed_pending--;
+    pthread_mutex_unlock(&fakehip_blas_lock);
   }
 }
 
@@ -1011,6 +1061,23 @@ FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
     free(t);
     return 5;
   }
+  fakehip_blas_t* h = handle;
+  pthread_mutex_lock(&fakehip_blas_lock);
+  if (g.workspace == NULL) {
+    if (h->managed_pending > 0 && h->managed_stream != h->stream) {
+      pthread_mutex_unlock(&fakehip_blas_lock);
+      free(t->params[0]);
+      free(t);
+      fprintf(stderr,
+              "fakehip: rocBLAS handle's own workspace used by GEMMs on two "
+              "streams at once\n");
+      return 6;  // rocblas_status_internal_error
+    }
+    h->managed_pending++;
+    h->managed_stream = h->stream;
+    g.managed = h;
+  }
+  pthread_mutex_unlock(&fakehip_blas_lock);
   memcpy(t->params[0], &g, sizeof(g));
   t->call = fakehip_gemm_ex_run;
   pthread_mutex_lock(&fakehip_blas_lock);

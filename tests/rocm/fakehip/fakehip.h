@@ -11,4 +11,15 @@
 // the next line, then the NUL-terminated source.
 #define FAKEHIP_RTC_MAGIC "FAKEHIP-RTC-CODE-OBJECT\n"
 
+#include <hip/hip_runtime_api.h>
+
+// The calling thread's current device (hipSetDevice; 0 until set).
+extern _Thread_local int fakehip_current;
+
+// Records `error` as the calling thread's last error and returns it. Below
+// HIP 7.0 (FAKEHIP_VERSION) the last error is the last call's result, so a
+// success resets it; from 7.0 it is sticky: a success leaves an earlier
+// error in place until hipGetLastError reads it.
+hipError_t fakehip_ret(hipError_t error);
+
 #endif  // ACCEL_TESTS_ROCM_FAKEHIP_FAKEHIP_H_
