@@ -15,8 +15,11 @@
 //   built-in ops        ops.c      enqueue side of op_fill ... op_sum
 //   (op kernels)        kernels.c  the loops those ops run (-O3)
 //   (conversions)       convert.c  blocked f16/bf16 <-> f32 conversions
-//   GEMM                gemm.c     op_gemm on a BLAS library (blas.c)
-//   BLAS loader         blas.c     picks and dlopen()s a BLAS at first GEMM
+//   GEMM                gemm.c     op_gemm on the engine engine.c chose
+//   GEMM engines        engine.c   loads them, times them, picks one per
+//                                  dtype; engine_cache.c keeps the choice
+//   BLAS loader         blas.c     dlopen()s a BLAS library
+//   oneDNN              onednn.c   dlopen()s oneDNN, runs matmul primitives
 //   custom kernels      module.c   CPU shared objects and launches
 //
 // Locking: the plugin, each stream and each event have one mutex. A stream
@@ -34,7 +37,7 @@
 
 // Version string of the plugin; the build passes the project version.
 #ifndef ACCEL_CPU_VERSION
-#define ACCEL_CPU_VERSION "0.1.0"
+#define ACCEL_CPU_VERSION "0.2.0"
 #endif
 
 // Bounds and default of ACCEL_CPU_DEVICES.
@@ -57,6 +60,8 @@ typedef struct accel_cpu_event accel_cpu_event_t;
 typedef struct accel_cpu_task accel_cpu_task_t;
 typedef struct accel_cpu_pool accel_cpu_pool_t;
 typedef struct accel_cpu_blas accel_cpu_blas_t;
+typedef struct accel_cpu_onednn accel_cpu_onednn_t;
+typedef struct accel_cpu_engines accel_cpu_engines_t;
 typedef struct accel_cpu_scratch accel_cpu_scratch_t;
 
 // ---------------------------------------------------------------------------
@@ -75,15 +80,19 @@ typedef struct accel_cpu_plugin {
   // Created on first use (pool.c, blas.c), freed by unload. Written once
   // under `mutex`, then read lock-free.
   _Atomic(accel_cpu_pool_t*) pool;
-  _Atomic(accel_cpu_blas_t*) blas;
+  _Atomic(accel_cpu_engines_t*) engines;
+  // The GEMM engine chosen per dtype (engine.c): 0 until decided, then
+  // written once under `gemm_mutex` and read lock-free.
+  _Atomic uint32_t gemm_choice[3];
+  pthread_mutex_t gemm_mutex;  // loading and timing the engines
   // f32 scratch kept between f16/bf16 GEMMs (gemm.c), or NULL.
   _Atomic(accel_cpu_scratch_t*) gemm_scratch;
   // Kernels (with their grid size) whose last launch ran quickly enough to
   // be run inline next time (module.c). A direct-mapped cache of tags, 0
   // for none; relaxed atomics, since it is only a hint.
   _Atomic uint64_t quick_kernels[ACCEL_CPU_QUICK_KERNELS];
-  bool blas_tried;  // guarded by `mutex`: the BLAS search ran (and failed)
-  char blas_error[ACCEL_CPU_MESSAGE_SIZE];  // why, guarded by `mutex`
+  bool engines_tried;  // guarded by `gemm_mutex`: loading ran (and failed)
+  char engines_error[ACCEL_CPU_MESSAGE_SIZE];  // why, `gemm_mutex`
 } accel_cpu_plugin_t;
 
 // Reads ACCEL_CPU_DEVICES and ACCEL_CPU_MEMORY_LIMIT into `plugin` unless
@@ -112,6 +121,7 @@ struct accel_cpu_device {
   char vendor[64];
   char arch[64];
   char features[256];
+  char gemm_features[96];  // "gemm-f32=... gemm-f16=... gemm-bf16=..."
   char driver_version[64];
   uint32_t simd_width;
 };
@@ -385,36 +395,15 @@ void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
 // Built-in ops (ops.c, kernels.c, gemm.c)
 // ---------------------------------------------------------------------------
 
-accel_status_t accel_cpu_op_fill(void* device, void* stream, void* dst,
-                                 uint64_t dst_offset, uint32_t dtype,
-                                 uint64_t count, double value);
-accel_status_t accel_cpu_op_cast(void* device, void* stream, void* dst,
-                                 uint64_t dst_offset, uint32_t dst_dtype,
-                                 const void* src, uint64_t src_offset,
-                                 uint32_t src_dtype, uint64_t count);
-accel_status_t accel_cpu_op_scale(void* device, void* stream, void* x,
-                                  uint64_t x_offset, uint32_t dtype,
-                                  uint64_t count, double alpha);
-accel_status_t accel_cpu_op_axpy(void* device, void* stream, void* y,
-                                 uint64_t y_offset, const void* x,
-                                 uint64_t x_offset, uint32_t dtype,
-                                 uint64_t count, double alpha);
-accel_status_t accel_cpu_op_add(void* device, void* stream, void* z,
-                                uint64_t z_offset, const void* x,
-                                uint64_t x_offset, const void* y,
-                                uint64_t y_offset, uint32_t dtype,
-                                uint64_t count);
-accel_status_t accel_cpu_op_mul(void* device, void* stream, void* z,
-                                uint64_t z_offset, const void* x,
-                                uint64_t x_offset, const void* y,
-                                uint64_t y_offset, uint32_t dtype,
-                                uint64_t count);
-accel_status_t accel_cpu_op_sum(void* device, void* stream, void* out,
-                                uint64_t out_offset, const void* x,
-                                uint64_t x_offset, uint32_t dtype,
-                                uint64_t count);
-accel_status_t accel_cpu_op_gemm(void* device, void* stream,
-                                 const accel_plugin_gemm_t* gemm);
+// Declared with the SDK's op function types (<accel/plugin.h>).
+accel_plugin_op_fill_fn accel_cpu_op_fill;
+accel_plugin_op_cast_fn accel_cpu_op_cast;
+accel_plugin_op_scale_fn accel_cpu_op_scale;
+accel_plugin_op_axpy_fn accel_cpu_op_axpy;
+accel_plugin_op_binary_fn accel_cpu_op_add;
+accel_plugin_op_binary_fn accel_cpu_op_mul;
+accel_plugin_op_sum_fn accel_cpu_op_sum;
+accel_plugin_op_gemm_fn accel_cpu_op_gemm;
 
 // Frees the GEMM scratch block the plugin kept (gemm.c). NULL is ignored.
 // Called by unload.
@@ -463,7 +452,7 @@ typedef void (*accel_cpu_sgemm_fn_t)(int order, int trans_a, int trans_b, int m,
                                      int lda, const float* b, int ldb,
                                      float beta, float* c, int ldc);
 
-// A loaded BLAS library. Immutable once published in plugin->blas.
+// A loaded BLAS library. Immutable once loaded.
 struct accel_cpu_blas {
   void* handle;  // from dlopen
   accel_cpu_sgemm_fn_t sgemm;
@@ -471,17 +460,147 @@ struct accel_cpu_blas {
   // GEMM hands it the whole product and leaves the pool idle; otherwise
   // GEMM splits C into tiles across the pool.
   bool threaded;
-  char description[96];  // "openblas-0.3.21 (Cooperlake, 2 threads)"
+  char description[96];  // "openblas-0.3.21:Zen:threads"
 };
 
-// Returns the plugin's BLAS, loading it at the first call. When none can
-// be loaded, ACCEL_ERROR_UNSUPPORTED with a message naming the libraries
-// tried (and the same answer later, without searching again).
-accel_status_t accel_cpu_blas_get(accel_cpu_plugin_t* plugin,
-                                  const accel_cpu_blas_t** out_blas);
+// dlopen()s the BLAS `name` (a soname or path) and checks it has
+// cblas_sgemm; OpenBLAS is limited to `width` threads. Returns NULL, with
+// the reason appended to `tried`, when it cannot be used.
+accel_cpu_blas_t* accel_cpu_blas_load(const char* name, uint32_t width,
+                                      char* tried, size_t tried_size);
 
-// Unloads the BLAS, if any. Called by unload.
+// Unloads a BLAS. NULL is ignored.
 void accel_cpu_blas_destroy(accel_cpu_blas_t* blas);
+
+// ---------------------------------------------------------------------------
+// oneDNN (onednn.c)
+// ---------------------------------------------------------------------------
+
+// One product C = alpha * op(A) op(B) + beta * C, row-major, as the GEMM
+// engines take it. A and B have `ab_dtype`, C `c_dtype`.
+typedef struct accel_cpu_matmul {
+  uint32_t ab_dtype, c_dtype;
+  bool trans_a, trans_b;
+  uint64_t m, n, k;
+  float alpha, beta;
+  const void* a;
+  uint64_t lda;
+  const void* b;
+  uint64_t ldb;
+  void* c;
+  uint64_t ldc;
+} accel_cpu_matmul_t;
+
+// dlopen()s libdnnl.so.2 (oneDNN 2.x) and creates its CPU engine; its
+// OpenMP threads are limited to `width` per call. Returns NULL, with the
+// reason appended to `tried`, when it cannot be used.
+accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
+                                          size_t tried_size);
+
+// Releases the engine and unloads oneDNN. NULL is ignored.
+void accel_cpu_onednn_destroy(accel_cpu_onednn_t* onednn);
+
+// "onednn-2.6.3:omp".
+const char* accel_cpu_onednn_description(const accel_cpu_onednn_t* onednn);
+
+// Whether oneDNN multiplies `dtype` (f32, f16, bf16) with an optimised
+// kernel on this CPU (f16/bf16 need AVX-512 or AMX extensions).
+bool accel_cpu_onednn_native(const accel_cpu_onednn_t* onednn,
+                             uint32_t dtype);
+
+// Runs `mm` as one matmul primitive on the calling thread (and oneDNN's
+// own). ACCEL_ERROR_UNSUPPORTED when oneDNN has no kernel for its dtypes,
+// ACCEL_ERROR_BACKEND when a oneDNN call fails; the reason in `message`.
+accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* onednn,
+                                     const accel_cpu_matmul_t* mm,
+                                     char* message, size_t size);
+
+// ---------------------------------------------------------------------------
+// GEMM engines (engine.c, engine_cache.c)
+// ---------------------------------------------------------------------------
+
+// The engines a GEMM can run on. For f16/bf16 a BLAS engine means: A and
+// B converted to f32 in panels, then that library's sgemm; oneDNN means
+// its own f16/bf16 matmul where it has an optimised one (`native`), else
+// the conversion and its f32 matmul.
+typedef enum accel_cpu_engine_id {
+  ACCEL_CPU_ENGINE_OPENBLAS = 0,  // libopenblas.so.0
+  ACCEL_CPU_ENGINE_BLIS = 1,      // libblis.so.4
+  ACCEL_CPU_ENGINE_BLAS = 2,      // ACCEL_CPU_BLAS's library, or libblas.so.3
+  ACCEL_CPU_ENGINE_ONEDNN = 3,    // libdnnl.so.2
+  ACCEL_CPU_ENGINE_COUNT = 4,
+} accel_cpu_engine_id_t;
+
+// Index of the dtypes GEMM takes in gemm_choice[]: 0 f32, 1 f16, 2 bf16.
+#define ACCEL_CPU_GEMM_DTYPES 3u
+
+// What a GEMM of one dtype runs on.
+typedef struct accel_cpu_gemm_engine {
+  accel_cpu_engine_id_t id;
+  bool native;                       // oneDNN multiplies f16/bf16 itself
+  const accel_cpu_blas_t* blas;      // the library, for a BLAS engine
+  const accel_cpu_onednn_t* onednn;  // for ACCEL_CPU_ENGINE_ONEDNN
+} accel_cpu_gemm_engine_t;
+
+// The engine for GEMMs with A and B of `dtype` (f32, f16, bf16). At the
+// first call for a dtype it loads the engine libraries (once per plugin),
+// and picks one: ACCEL_CPU_GEMM when it names one, else a decision cached
+// on disk for this CPU, thread count and library versions, else the
+// fastest on a timed product (run on `pool`), then cached. Returns
+// ACCEL_ERROR_UNSUPPORTED when no engine can be loaded (or the forced one
+// cannot), ACCEL_ERROR_INVALID_ARGUMENT for a malformed ACCEL_CPU_GEMM.
+// Thread-safe; a first call may take a few hundred milliseconds.
+accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
+                                         accel_cpu_pool_t* pool,
+                                         uint32_t dtype,
+                                         accel_cpu_gemm_engine_t* out);
+
+// Frees what the engines loaded. NULL is ignored. Called by unload.
+void accel_cpu_engines_destroy(accel_cpu_engines_t* engines);
+
+// Writes the GEMM part of a device's features into `out`: per dtype the
+// engine ACCEL_CPU_GEMM forces, else the one cached on disk for this CPU
+// model (`cpu_name`) and thread count, else "auto". Reads one small file
+// and loads no library, so device_open stays cheap; the string does not
+// change for the device's lifetime.
+void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
+                             char* out, size_t size);
+
+// Name of engine `id` ("openblas", "blis", "blas", "onednn").
+const char* accel_cpu_engine_name(accel_cpu_engine_id_t id);
+
+// Parses ACCEL_CPU_GEMM: `text` is one engine name for every dtype, or
+// comma-separated `dtype=engine` pairs (dtype f32, f16 or bf16). Fills
+// `forced[dtype index]` with the engine id, or -1 where none is forced.
+// Returns false for a malformed value.
+bool accel_cpu_gemm_parse(const char* text, int forced[3]);
+
+// The disk cache of decisions (engine_cache.c): the file
+// $XDG_CACHE_HOME/accel/cpu-gemm.txt (else $HOME/.cache/accel/...), one
+// line per decision: `key<TAB>dtype<TAB>engine`. Writes `path` (empty
+// when neither variable is set).
+void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
+                               size_t size);
+
+// The engine id of the last line of `path` for `dtype_name` whose key
+// equals `key` (or, with `prefix_only`, starts with it); -1 when none.
+int accel_cpu_gemm_cache_find(const char* path, const char* key,
+                              bool prefix_only, const char* dtype_name);
+
+// Appends a decision to `path`, creating its directory. Best effort:
+// returns false when it cannot be written.
+bool accel_cpu_gemm_cache_store(const char* path, const char* key,
+                                const char* dtype_name,
+                                accel_cpu_engine_id_t id);
+
+// Runs the GEMM `g` (pointers already offset) on `engine` (gemm.c); used by
+// the stream task and by the engine timing. The reason in `message` on
+// failure.
+accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
+                                      accel_cpu_pool_t* pool,
+                                      const accel_cpu_gemm_engine_t* engine,
+                                      const accel_plugin_gemm_t* g,
+                                      char* message, size_t size);
 
 // ---------------------------------------------------------------------------
 // Custom kernels (module.c)

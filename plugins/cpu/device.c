@@ -133,6 +133,8 @@ accel_status_t accel_cpu_device_open(void* plugin_ptr, uint32_t index,
   memcpy(device->features, info.features, sizeof(device->features));
   memcpy(device->driver_version, info.kernel, sizeof(device->driver_version));
   device->simd_width = info.simd_width;
+  accel_cpu_gemm_features(plugin, info.name, device->gemm_features,
+                          sizeof(device->gemm_features));
   host->log(host, ACCEL_LOG_DEBUG, "cpu:%u: %s (%s, %s)", index, device->name,
             device->arch, device->features);
   *out_device = device;
@@ -198,13 +200,11 @@ accel_status_t accel_cpu_device_query_props(
                              ACCEL_DEVICE_CAP_PEER_ACCESS |
                              ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (ACCEL_CPU_MODULE_TARGET[0] != '\0') caps |= ACCEL_DEVICE_CAP_KERNELS;
-  // The BLAS is named once the first GEMM has loaded it (never loaded
-  // here: querying must stay cheap and start no threads).
-  char features[sizeof(device->features) + 128];
-  const accel_cpu_blas_t* blas = atomic_load(&device->plugin->blas);
-  snprintf(features, sizeof(features), "%.255s%sblas=%.95s", device->features,
-           device->features[0] ? " " : "",
-           blas != NULL ? blas->description : "unloaded");
+  // The GEMM engines as known at open (engine.c): fixed for the device's
+  // life, so the string never changes between two queries.
+  char features[sizeof(device->features) + sizeof(device->gemm_features)];
+  snprintf(features, sizeof(features), "%.255s%s%.95s", device->features,
+           device->features[0] ? " " : "", device->gemm_features);
   ACCEL_CPU_PROPS_SET(props, type, ACCEL_DEVICE_TYPE_CPU);
   ACCEL_CPU_PROPS_STRING(props, name, device->name);
   ACCEL_CPU_PROPS_STRING(props, vendor, device->vendor);
@@ -221,6 +221,16 @@ accel_status_t accel_cpu_device_query_props(
   ACCEL_CPU_PROPS_STRING(props, features, features);
   ACCEL_CPU_PROPS_STRING(props, driver_version, device->driver_version);
   ACCEL_CPU_PROPS_STRING(props, module_target, ACCEL_CPU_MODULE_TARGET);
+  // ABI 1.3. Buffer arguments are host pointers: any offset works. The
+  // grid limit is CUDA's, so a launch tuned here also fits a GPU, and a
+  // grid of ~2^96 blocks (which would never finish) is refused by the
+  // core. Shared memory and single allocations have no limit below memory.
+  ACCEL_CPU_PROPS_SET(props, buffer_offset_alignment, 1u);
+  if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, max_grid)) {
+    props->max_grid[0] = 0x7fffffffu;
+    props->max_grid[1] = 65535u;
+    props->max_grid[2] = 65535u;
+  }
   return ACCEL_OK;
 }
 

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 //
-// op_gemm on the BLAS of blas.c (cblas_sgemm, row-major).
+// op_gemm on the engine engine.c chose for the dtype: a BLAS library's
+// cblas_sgemm (row-major) or oneDNN's matmul.
 //
-// f32 goes straight to sgemm. f16 and bf16 inputs have no kernel in the
-// Debian BLAS builds (OpenBLAS 0.3.21 is built without sbgemm, BLIS has no
-// half types), so A and B are converted to f32 in panels of `kc` columns
-// of op(A) (rows of op(B)) on the pool and each panel goes to sgemm, the
-// first with the caller's beta and the rest accumulating with beta 1. An
-// f16/bf16 C is converted to f32 first (unless beta is 0), and rounded
-// back once at the end, so accumulation is f32 throughout.
+// f32 goes straight to the engine. f16 and bf16 run on oneDNN's own
+// kernel where engine.c chose it (`native`); otherwise (the Debian BLAS
+// builds have no half types: OpenBLAS 0.3.21 is built without sbgemm,
+// BLIS has none) A and B are converted to f32 on the pool and multiplied
+// by the engine's f32 GEMM. When the scratch for op(A) and op(B) whole
+// fits in ACCEL_CPU_GEMM_PANEL_ELEMS, that is one product and C is
+// written once; otherwise in panels of `kc` columns of op(A) (rows of
+// op(B)), the first with the caller's beta and the rest accumulating with
+// beta 1. An f16/bf16 C is converted to f32 first (unless beta is 0), and
+// rounded back once at the end, so accumulation is f32 throughout.
 //
 // Threading (blas.c): a threaded BLAS gets each sgemm whole while the pool
 // idles; a single-threaded one gets C split into one tile per pool thread.
@@ -29,19 +33,22 @@ enum {
   ACCEL_CPU_TRANS = 112
 };
 
-// Elements of f32 scratch for one A plus one B panel.
-#define ACCEL_CPU_GEMM_PANEL_ELEMS ((uint64_t)1 << 23)
+// Elements of f32 scratch for one A plus one B panel: op(A) and op(B)
+// whole up to m = n = k = 4096 (128 MiB), so up to there C is written
+// once. At 4096^3 four panels cost 5% against sgemm on f32 data on the
+// development VM (C read and written four times), one panel 1-2%.
+#define ACCEL_CPU_GEMM_PANEL_ELEMS ((uint64_t)1 << 25)
 // Below this many multiply-adds a GEMM is not split across the pool.
 #define ACCEL_CPU_GEMM_SPLIT_FLOPS ((uint64_t)1 << 21)
 
 typedef struct accel_cpu_gemm_task {
   accel_plugin_gemm_t g;  // with a, b, c already offset (offsets zeroed)
-  const accel_cpu_blas_t* blas;
+  accel_cpu_gemm_engine_t engine;
 } accel_cpu_gemm_task_t;
 
 // One sgemm, as cblas row-major sees it, that gemm.c may split in tiles.
 typedef struct accel_cpu_sgemm {
-  const accel_cpu_blas_t* blas;
+  const accel_cpu_gemm_engine_t* engine;
   bool trans_a, trans_b;
   uint64_t m, n, k;
   float alpha, beta;
@@ -74,32 +81,44 @@ static void accel_cpu_sgemm_tile(void* ctx, uint64_t index, uint32_t worker) {
     n = hi - lo;
   }
   if (m == 0 || n == 0) return;
-  s->blas->sgemm(ACCEL_CPU_ROW_MAJOR,
+  s->engine->blas->sgemm(ACCEL_CPU_ROW_MAJOR,
                  s->trans_a ? ACCEL_CPU_TRANS : ACCEL_CPU_NO_TRANS,
                  s->trans_b ? ACCEL_CPU_TRANS : ACCEL_CPU_NO_TRANS, (int)m,
                  (int)n, (int)s->k, s->alpha, a, (int)s->lda, b, (int)s->ldb,
                  s->beta, c, (int)s->ldc);
 }
 
-static void accel_cpu_sgemm_run(accel_cpu_pool_t* pool, accel_cpu_sgemm_t* s) {
+static accel_status_t accel_cpu_sgemm_run(accel_cpu_pool_t* pool,
+                                          accel_cpu_sgemm_t* s, char* message,
+                                          size_t size) {
+  if (s->engine->blas == NULL) {  // oneDNN: one f32 matmul, its threads
+    accel_cpu_matmul_t mm = {
+        .ab_dtype = ACCEL_DTYPE_F32, .c_dtype = ACCEL_DTYPE_F32,
+        .trans_a = s->trans_a, .trans_b = s->trans_b, .m = s->m, .n = s->n,
+        .k = s->k, .alpha = s->alpha, .beta = s->beta, .a = s->a,
+        .lda = s->lda, .b = s->b, .ldb = s->ldb, .c = s->c, .ldc = s->ldc};
+    return accel_cpu_onednn_gemm(s->engine->onednn, &mm, message, size);
+  }
+  const accel_cpu_blas_t* blas = s->engine->blas;
   uint64_t width = accel_cpu_pool_width(pool);
   s->split_rows = s->m >= s->n;
   uint64_t extent = s->split_rows ? s->m : s->n;
   // Tiles of at most INT_MAX rows or columns, one per pool thread when
   // the BLAS is single-threaded and the product is worth splitting.
   uint64_t tiles = (extent + INT_MAX - 1) / INT_MAX;
-  if (!s->blas->threaded &&
+  if (!blas->threaded &&
       (double)s->m * (double)s->n * (double)s->k >=
           (double)ACCEL_CPU_GEMM_SPLIT_FLOPS &&
       tiles < width) {
     tiles = extent < width ? extent : width;
   }
   s->tiles = tiles;
-  if (s->blas->threaded) {
+  if (blas->threaded) {
     for (uint64_t i = 0; i < tiles; i++) accel_cpu_sgemm_tile(s, i, 0);
   } else {
     accel_cpu_pool_run(pool, tiles, accel_cpu_sgemm_tile, s);
   }
+  return ACCEL_OK;
 }
 
 // Converts `rows` x `cols` elements of `dtype` at `src` (leading dimension
@@ -170,7 +189,7 @@ static void accel_cpu_gemm_scale_c(const accel_plugin_gemm_t* g) {
 // ACCEL_CPU_GEMM_SCRATCH_KEEP bytes; larger blocks are freed after use.
 // Concurrent GEMMs (other streams) that find the slot empty allocate
 // their own. unload frees the kept block.
-#define ACCEL_CPU_GEMM_SCRATCH_KEEP ((size_t)128 << 20)
+#define ACCEL_CPU_GEMM_SCRATCH_KEEP ((size_t)256 << 20)
 
 struct accel_cpu_scratch {
   size_t size;  // usable bytes after the header
@@ -214,9 +233,10 @@ static size_t accel_cpu_f32_bytes(uint64_t elems) {
 // f16/bf16 inputs: panels of op(A) columns / op(B) rows converted to f32.
 static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
                                           accel_cpu_pool_t* pool,
-                                          const accel_cpu_gemm_task_t* t,
+                                          const accel_cpu_gemm_engine_t* e,
+                                          const accel_plugin_gemm_t* g,
                                           char* message, size_t size) {
-  const accel_plugin_gemm_t* g = &t->g;
+  accel_status_t status = ACCEL_OK;
   uint64_t kc = ACCEL_CPU_GEMM_PANEL_ELEMS / (g->m + g->n);
   if (kc < 64) kc = 64;
   if (kc > g->k) kc = g->k;
@@ -241,7 +261,7 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
                           g->n, g->m,       g->n, 0};
     accel_cpu_rows_convert(pool, &r);
   }
-  for (uint64_t k0 = 0; k0 < g->k; k0 += kc) {
+  for (uint64_t k0 = 0; status == ACCEL_OK && k0 < g->k; k0 += kc) {
     uint64_t kb = g->k - k0 < kc ? g->k - k0 : kc;
     unsigned char* a = g->a;
     unsigned char* b = g->b;
@@ -262,7 +282,7 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
     }
     accel_cpu_rows_convert(pool, &ra);
     accel_cpu_rows_convert(pool, &rb);
-    accel_cpu_sgemm_t s = {.blas = t->blas,
+    accel_cpu_sgemm_t s = {.engine = e,
                            .trans_a = g->trans_a,
                            .trans_b = g->trans_b,
                            .m = g->m,
@@ -276,35 +296,48 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
                            .ldb = rb.ldf,
                            .c = c32,
                            .ldc = ldc32};
-    accel_cpu_sgemm_run(pool, &s);
+    status = accel_cpu_sgemm_run(pool, &s, message, size);
   }
-  if (c_half) {
+  if (c_half && status == ACCEL_OK) {
     accel_cpu_rows_t r = {false, g->c_dtype, g->c, g->ldc, c32,
                           g->n,  g->m,       g->n, 0};
     accel_cpu_rows_convert(pool, &r);
   }
   accel_cpu_scratch_give(plugin, scratch);
-  return ACCEL_OK;
+  return status;
 }
 
-static accel_status_t accel_cpu_gemm_call(accel_cpu_device_t* device, void* arg,
-                                          char* message, size_t size) {
-  const accel_cpu_gemm_task_t* t = arg;
-  const accel_plugin_gemm_t* g = &t->g;
-  accel_cpu_pool_t* pool = atomic_load(&device->plugin->pool);
+accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
+                                      accel_cpu_pool_t* pool,
+                                      const accel_cpu_gemm_engine_t* e,
+                                      const accel_plugin_gemm_t* g,
+                                      char* message, size_t size) {
   if (g->k == 0) {
     accel_cpu_gemm_scale_c(g);
     return ACCEL_OK;
   }
   if (g->a_dtype != ACCEL_DTYPE_F32) {
-    return accel_cpu_gemm_half(device->plugin, pool, t, message, size);
+    if (e->native) {
+      accel_cpu_matmul_t mm = {
+          .ab_dtype = g->a_dtype, .c_dtype = g->c_dtype,
+          .trans_a = g->trans_a, .trans_b = g->trans_b, .m = g->m,
+          .n = g->n, .k = g->k, .alpha = (float)g->alpha,
+          .beta = (float)g->beta, .a = g->a, .lda = g->lda, .b = g->b,
+          .ldb = g->ldb, .c = g->c, .ldc = g->ldc};
+      accel_status_t status =
+          accel_cpu_onednn_gemm(e->onednn, &mm, message, size);
+      // No kernel for this mix (an f32 C): convert, as for a BLAS.
+      if (status != ACCEL_ERROR_UNSUPPORTED) return status;
+    }
+    return accel_cpu_gemm_half(plugin, pool, e, g, message, size);
   }
   // f32: k in panels of at most INT_MAX, accumulating after the first.
-  for (uint64_t k0 = 0; k0 < g->k; k0 += INT_MAX) {
+  accel_status_t status = ACCEL_OK;
+  for (uint64_t k0 = 0; status == ACCEL_OK && k0 < g->k; k0 += INT_MAX) {
     uint64_t kb = g->k - k0 < INT_MAX ? g->k - k0 : INT_MAX;
     const float* a = g->a;
     const float* b = g->b;
-    accel_cpu_sgemm_t s = {.blas = t->blas,
+    accel_cpu_sgemm_t s = {.engine = e,
                            .trans_a = g->trans_a,
                            .trans_b = g->trans_b,
                            .m = g->m,
@@ -318,9 +351,17 @@ static accel_status_t accel_cpu_gemm_call(accel_cpu_device_t* device, void* arg,
                            .ldb = g->ldb,
                            .c = g->c,
                            .ldc = g->ldc};
-    accel_cpu_sgemm_run(pool, &s);
+    status = accel_cpu_sgemm_run(pool, &s, message, size);
   }
-  return ACCEL_OK;
+  return status;
+}
+
+static accel_status_t accel_cpu_gemm_call(accel_cpu_device_t* device, void* arg,
+                                          char* message, size_t size) {
+  const accel_cpu_gemm_task_t* t = arg;
+  accel_cpu_pool_t* pool = atomic_load(&device->plugin->pool);
+  return accel_cpu_gemm_execute(device->plugin, pool, &t->engine, &t->g,
+                                message, size);
 }
 
 accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
@@ -347,9 +388,10 @@ accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
   accel_cpu_pool_t* pool = NULL;
   accel_status_t status = accel_cpu_pool_get(device->plugin, &pool);
   if (status != ACCEL_OK) return status;
-  const accel_cpu_blas_t* blas = NULL;
+  accel_cpu_gemm_engine_t engine = {0};
   if (gemm->k != 0) {
-    status = accel_cpu_blas_get(device->plugin, &blas);
+    status = accel_cpu_gemm_engine_get(device->plugin, pool, gemm->a_dtype,
+                                       &engine);
     if (status != ACCEL_OK) return status;
   }
   accel_cpu_task_t* task = accel_cpu_task_create_call(
@@ -367,7 +409,7 @@ accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
   t->g.b = (unsigned char*)gemm->b + gemm->b_offset;
   t->g.c = (unsigned char*)gemm->c + gemm->c_offset;
   t->g.a_offset = t->g.b_offset = t->g.c_offset = 0;
-  t->blas = blas;
+  t->engine = engine;
   accel_cpu_stream_submit(stream, task);
   return ACCEL_OK;
 }

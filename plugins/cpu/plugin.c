@@ -18,6 +18,11 @@ static accel_status_t accel_cpu_load(const accel_host_t* host,
     free(plugin);
     return host->fail(host, ACCEL_ERROR_INTERNAL, "cpu: mutex init failed");
   }
+  if (pthread_mutex_init(&plugin->gemm_mutex, NULL) != 0) {
+    pthread_mutex_destroy(&plugin->mutex);
+    free(plugin);
+    return host->fail(host, ACCEL_ERROR_INTERNAL, "cpu: mutex init failed");
+  }
   plugin->host = host;
   *out_plugin = plugin;
   return ACCEL_OK;
@@ -26,10 +31,11 @@ static accel_status_t accel_cpu_load(const accel_host_t* host,
 static void accel_cpu_unload(void* plugin_ptr) {
   accel_cpu_plugin_t* plugin = plugin_ptr;
   if (plugin == NULL) return;
-  // Every stream is gone by now, so nothing uses the pool or the BLAS.
+  // Every stream is gone by now, so nothing uses the pool or the engines.
   accel_cpu_pool_destroy(atomic_load(&plugin->pool));
-  accel_cpu_blas_destroy(atomic_load(&plugin->blas));
+  accel_cpu_engines_destroy(atomic_load(&plugin->engines));
   accel_cpu_scratch_destroy(atomic_load(&plugin->gemm_scratch));
+  pthread_mutex_destroy(&plugin->gemm_mutex);
   pthread_mutex_destroy(&plugin->mutex);
   free(plugin);
 }

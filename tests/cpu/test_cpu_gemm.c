@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: MIT
 //
 // CPU-plugin specifics of GEMM (portable semantics: tests/kernels):
-// - the BLAS is loaded at the first GEMM and named in the device features
-//   ("blas=openblas-0.3.21:Cooperlake:threads"); before that, "unloaded";
-// - large products, in every transpose combination and with padded leading
-//   dimensions, agree with a naive reference on sampled tiles;
+// - the device features name the GEMM engine per dtype ("gemm-f32=auto"
+//   until a run has cached a decision, or the engine ACCEL_CPU_GEMM
+//   forces: CPU_TEST_ENGINE) and do not change when the first GEMM loads
+//   and times the engines;
+// - large products, in every transpose combination, with padded leading
+//   dimensions, alpha and beta, agree with a naive reference on sampled
+//   tiles, on whichever engine runs them (CTest runs this file once per
+//   engine with ACCEL_CPU_GEMM);
 // - beta 0 ignores NaN in C; k 0 scales C;
 // - f16/bf16 GEMM against f32 GEMM timings are printed (not asserted);
-// - with no BLAS (CPU_TEST_NO_BLAS, set with ACCEL_CPU_BLAS naming a
-//   missing library), GEMM is ACCEL_ERROR_UNSUPPORTED naming it.
-// Exits 77 when no BLAS library is installed.
+// - with the BLAS engine forced and no BLAS (CPU_TEST_NO_BLAS, set with
+//   ACCEL_CPU_BLAS naming a missing library), GEMM is
+//   ACCEL_ERROR_UNSUPPORTED naming it.
+// Exits 77 when no GEMM engine (or not the forced one) is installed.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +54,11 @@ static float rnd(uint32_t* seed) {
   return (float)(*seed >> 8) / 16777216.0f - 0.5f;
 }
 
-// Runs one f32 GEMM of m x n x k with transposes and padded leading
-// dimensions, then checks 3 tiles of 4 x 4 against a double reference.
+// Runs one f32 GEMM of m x n x k with transposes, padded leading
+// dimensions, alpha 1.25 and `beta`, then checks 3 tiles of 4 x 4 against
+// a double reference.
 static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
-                                bool tb, bool* out_ok) {
+                                bool tb, double beta, bool* out_ok) {
   size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
   size_t lda = ac + 3, ldb = bc + 5, ldc = n + 7;
   float* a = malloc(ar * lda * 4);
@@ -61,7 +67,10 @@ static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
   uint32_t seed = (uint32_t)(m * 31 + n * 7 + k + ta * 2 + tb);
   for (size_t i = 0; i < ar * lda; i++) a[i] = rnd(&seed);
   for (size_t i = 0; i < br * ldb; i++) b[i] = rnd(&seed);
-  for (size_t i = 0; i < m * ldc; i++) cc[i] = NAN;  // beta 0 ignores it
+  float* c0 = malloc(m * ldc * 4);
+  for (size_t i = 0; i < m * ldc; i++) {
+    c0[i] = cc[i] = beta == 0 ? NAN : rnd(&seed);  // beta 0 ignores NaN
+  }
   accel_buffer_t *ba = NULL, *bb = NULL, *bcb = NULL;
   accel_status_t s = accel_buffer_create(c->device, ar * lda * 4, &ba);
   if (s == ACCEL_OK) s = accel_buffer_create(c->device, br * ldb * 4, &bb);
@@ -72,7 +81,7 @@ static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
   accel_gemm_t g;
   accel_gemm_init(&g);
   g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k;
-  g.alpha = 1.25, g.beta = 0.0;
+  g.alpha = 1.25, g.beta = beta;
   g.a = ba, g.lda = lda, g.b = bb, g.ldb = ldb, g.c = bcb, g.ldc = ldc;
   if (s == ACCEL_OK) s = accel_op_gemm(c->stream, &g);
   if (s == ACCEL_OK) s = accel_stream_synchronize(c->stream);
@@ -92,6 +101,10 @@ static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
           mag += fabs(x * y);
         }
         ref *= 1.25;
+        if (beta != 0) {
+          ref += beta * c0[i * ldc + j];
+          mag += fabs(beta * c0[i * ldc + j]);
+        }
         if (!(fabs(cc[i * ldc + j] - ref) <= 1e-5 * 1.25 * mag + 1e-6)) {
           printf("  %zux%zux%zu ta=%d tb=%d: C[%zu][%zu] = %g, want %g\n", m, n,
                  k, ta, tb, i, j, cc[i * ldc + j], ref);
@@ -103,6 +116,7 @@ static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
   accel_buffer_release(bcb);
   accel_buffer_release(bb);
   accel_buffer_release(ba);
+  free(c0);
   free(cc);
   free(b);
   free(a);
@@ -127,37 +141,44 @@ TEST(no_blas_is_unsupported) {
   ASSERT_STR_CONTAINS(accel_last_error(), lib);
   char f[512];
   features(c.device, f, sizeof(f));
-  ASSERT_STR_CONTAINS(f, "blas=unloaded");
+  ASSERT_STR_CONTAINS(f, "gemm-f32=blas");
   accel_buffer_release(buf);
   ctx_close(&c);
 }
 
-TEST(blas_is_named_and_large_products_agree) {
+TEST(engine_is_named_and_large_products_agree) {
   if (getenv("CPU_TEST_NO_BLAS") != NULL) SKIP("no BLAS on purpose");
+  const char* engine = getenv("CPU_TEST_ENGINE");
   ctx_t c;
   ASSERT_OK(ctx_open(&c));
-  char f[512];
-  features(c.device, f, sizeof(f));
-  ASSERT_STR_CONTAINS(f, "blas=unloaded");
+  char before[512], f[512];
+  features(c.device, before, sizeof(before));
+  printf("  features: %s\n", before);
+  ASSERT_STR_CONTAINS(before, "gemm-f32=");
+  ASSERT_STR_CONTAINS(before, "gemm-bf16=");
+  if (engine != NULL) {
+    char want[64];
+    snprintf(want, sizeof(want), "gemm-f32=%s", engine);
+    ASSERT_STR_CONTAINS(before, want);
+  }
   bool ok = false;
-  accel_status_t s = check_f32(&c, 67, 45, 33, false, false, &ok);
+  accel_status_t s = check_f32(&c, 67, 45, 33, false, false, 0.0, &ok);
   if (s == ACCEL_ERROR_UNSUPPORTED) {
     printf("  %s\n", accel_last_error());
     ctx_close(&c);
-    SKIP("no BLAS library installed");
+    SKIP("no GEMM engine (or not the forced one) installed");
   }
   ASSERT_OK(s);
   ASSERT(ok);
+  // Loading and timing the engines leaves the features as they were.
   features(c.device, f, sizeof(f));
-  printf("  features: %s\n", f);
-  ASSERT(strstr(f, "blas=unloaded") == NULL);
-  ASSERT_STR_CONTAINS(f, "blas=");
+  ASSERT_STR_EQ(f, before);
   static const size_t shapes[][3] = {
       {1031, 997, 515}, {513, 1500, 64}, {2, 3000, 700}, {1200, 1, 900}};
   for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
     for (int t = 0; t < 4; t++) {
       ASSERT_OK(check_f32(&c, shapes[i][0], shapes[i][1], shapes[i][2], t & 1,
-                          t >> 1, &ok));
+                          t >> 1, (i & 1) ? 0.5 : 0.0, &ok));
       ASSERT(ok);
     }
   }

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+//
+// The disk cache of GEMM engine decisions (engine.c): a text file of
+// lines `key<TAB>dtype<TAB>engine`, appended to and read from the start;
+// the last matching line wins, so a retune overrides older lines without
+// rewriting the file. Each line is appended with one write() on an
+// O_APPEND descriptor, so processes tuning at the same time interleave
+// whole lines. A line that does not parse is ignored; a file that cannot
+// be read or written only costs a retune.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cpu.h"
+
+void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
+                               size_t size) {
+  const char* xdg = host->getenv(host, "XDG_CACHE_HOME");
+  const char* home = host->getenv(host, "HOME");
+  path[0] = '\0';
+  // The XDG base directory rules ignore a relative XDG_CACHE_HOME.
+  if (xdg != NULL && xdg[0] == '/') {
+    snprintf(path, size, "%s/accel/cpu-gemm.txt", xdg);
+  } else if (home != NULL && home[0] == '/') {
+    snprintf(path, size, "%s/.cache/accel/cpu-gemm.txt", home);
+  }
+}
+
+int accel_cpu_gemm_cache_find(const char* path, const char* key,
+                              bool prefix_only, const char* dtype_name) {
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return -1;
+  char line[1024];
+  int found = -1;
+  size_t key_len = strlen(key);
+  while (fgets(line, sizeof(line), f) != NULL) {
+    char* tab1 = strchr(line, '\t');
+    if (tab1 == NULL) continue;
+    char* tab2 = strchr(tab1 + 1, '\t');
+    if (tab2 == NULL) continue;
+    size_t len = (size_t)(tab1 - line);
+    bool match = prefix_only ? len >= key_len && !strncmp(line, key, key_len)
+                             : len == key_len && !strncmp(line, key, key_len);
+    size_t dlen = (size_t)(tab2 - tab1 - 1);
+    if (!match || dlen != strlen(dtype_name) ||
+        strncmp(tab1 + 1, dtype_name, dlen) != 0) {
+      continue;
+    }
+    char* engine = tab2 + 1;
+    engine[strcspn(engine, "\r\n")] = '\0';
+    for (int id = 0; id < (int)ACCEL_CPU_ENGINE_COUNT; id++) {
+      if (strcmp(engine, accel_cpu_engine_name((accel_cpu_engine_id_t)id)) ==
+          0) {
+        found = id;
+      }
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+// Creates the directory of `path` and, when missing, its parent (the
+// ~/.cache of a fresh account).
+static void accel_cpu_gemm_cache_mkdir(const char* path) {
+  char dir[1024];
+  snprintf(dir, sizeof(dir), "%s", path);
+  char* slash = strrchr(dir, '/');
+  if (slash == NULL || slash == dir) return;
+  *slash = '\0';
+  if (mkdir(dir, 0755) == 0 || errno == EEXIST) return;
+  char* parent = strrchr(dir, '/');
+  if (parent == NULL || parent == dir) return;
+  *parent = '\0';
+  (void)mkdir(dir, 0755);
+  *parent = '/';
+  (void)mkdir(dir, 0755);
+}
+
+bool accel_cpu_gemm_cache_store(const char* path, const char* key,
+                                const char* dtype_name,
+                                accel_cpu_engine_id_t id) {
+  char line[1024];
+  int len = snprintf(line, sizeof(line), "%s\t%s\t%s\n", key, dtype_name,
+                     accel_cpu_engine_name(id));
+  if (len <= 0 || (size_t)len >= sizeof(line)) return false;
+  accel_cpu_gemm_cache_mkdir(path);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = write(fd, line, (size_t)len) == (ssize_t)len;
+  close(fd);
+  return ok;
+}

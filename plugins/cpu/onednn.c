@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+//
+// oneDNN (libdnnl.so.2) as a GEMM engine: one matmul primitive per call,
+// opened at run time like the BLAS, so the plugin builds and loads where
+// oneDNN is absent.
+//
+// The oneDNN 2.x C API is declared here rather than included: the build
+// must not need libdnnl-dev. Only pointers to its descriptor structs cross
+// the interface, so they live in buffers larger than the 2.x structs (696
+// bytes for a memory descriptor, 2800 for a matmul descriptor in 2.6);
+// enum values are those of dnnl_types.h, stable across 2.x. oneDNN 3.x
+// removed dnnl_matmul_desc_init, so a 3.x library fails the symbol check
+// and is reported as missing it.
+//
+// C = alpha * op(A) op(B) + beta * C maps onto the primitive as: op() by
+// strides of the memory descriptors (a transposed operand is the same
+// bytes with swapped strides), alpha as the output scale, beta as a sum
+// post-op. oneDNN keeps a cache of primitives keyed by descriptor and
+// attributes, so a repeated shape skips code generation.
+//
+// Threads: Debian's build runs on OpenMP. The caller's thread (a stream
+// worker) starts the parallel region; its OpenMP thread count is set to
+// the pool's width before each call, so ACCEL_CPU_THREADS bounds oneDNN
+// as it bounds the pool and OpenBLAS. The pool and the BLAS are idle while
+// a matmul runs: one engine is busy at a time.
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+// oneDNN 2.x values (dnnl_types.h).
+enum {
+  ACCEL_DNNL_SUCCESS = 0,
+  ACCEL_DNNL_F16 = 1,
+  ACCEL_DNNL_BF16 = 2,
+  ACCEL_DNNL_F32 = 3,
+  ACCEL_DNNL_CPU = 1,           // dnnl_cpu
+  ACCEL_DNNL_IN_ORDER = 1,      // dnnl_stream_in_order
+  ACCEL_DNNL_IMPL_INFO = 8,     // dnnl_query_impl_info_str
+  ACCEL_DNNL_ARG_SRC = 1,
+  ACCEL_DNNL_ARG_DST = 17,
+  ACCEL_DNNL_ARG_WEIGHTS = 33,
+  ACCEL_DNNL_MAX_NDIMS = 12,
+};
+
+// Room for one descriptor of the 2.x API (see the file comment).
+#define ACCEL_DNNL_MD_BYTES 2048
+#define ACCEL_DNNL_DESC_BYTES 8192
+
+typedef int64_t accel_dnnl_dims_t[ACCEL_DNNL_MAX_NDIMS];
+typedef struct accel_dnnl_arg {
+  int arg;
+  void* memory;
+} accel_dnnl_arg_t;
+typedef struct accel_dnnl_version {
+  int major, minor, patch;
+  const char* hash;
+  unsigned cpu_runtime, gpu_runtime;
+} accel_dnnl_version_t;
+
+// The oneDNN entry points this file calls, resolved at load.
+#define ACCEL_DNNL_FUNCTIONS(X)                                              \
+  X(engine_create, int, (void**, int, size_t))                               \
+  X(engine_destroy, int, (void*))                                            \
+  X(stream_create, int, (void**, void*, unsigned))                           \
+  X(stream_wait, int, (void*))                                               \
+  X(stream_destroy, int, (void*))                                            \
+  X(memory_desc_init_by_strides, int,                                        \
+    (void*, int, const int64_t*, int, const int64_t*))                       \
+  X(matmul_desc_init, int, (void*, const void*, const void*, const void*,    \
+                            const void*))                                    \
+  X(primitive_attr_create, int, (void**))                                    \
+  X(primitive_attr_destroy, int, (void*))                                    \
+  X(primitive_attr_set_output_scales, int, (void*, int64_t, int,             \
+                                            const float*))                   \
+  X(primitive_attr_set_post_ops, int, (void*, const void*))                  \
+  X(post_ops_create, int, (void**))                                          \
+  X(post_ops_destroy, int, (void*))                                          \
+  X(post_ops_append_sum, int, (void*, float))                                \
+  X(primitive_desc_create, int, (void**, const void*, const void*, void*,    \
+                                 const void*))                               \
+  X(primitive_desc_query, int, (const void*, int, int, void*))               \
+  X(primitive_desc_destroy, int, (void*))                                    \
+  X(primitive_create, int, (void**, const void*))                            \
+  X(primitive_execute, int, (const void*, void*, int,                        \
+                             const accel_dnnl_arg_t*))                       \
+  X(primitive_destroy, int, (void*))                                         \
+  X(memory_create, int, (void**, const void*, void*, void*))                 \
+  X(memory_destroy, int, (void*))                                            \
+  X(version, const accel_dnnl_version_t*, (void))
+
+struct accel_cpu_onednn {
+  void* handle;
+  void* engine;  // one CPU engine; streams are made per call
+#define ACCEL_DNNL_FIELD(name, ret, args) ret(*name) args;
+  ACCEL_DNNL_FUNCTIONS(ACCEL_DNNL_FIELD)
+#undef ACCEL_DNNL_FIELD
+  void (*omp_set_num_threads)(int);  // NULL for a non-OpenMP build
+  int threads;
+  bool native[3];  // f16 / bf16 matmul by an optimised (not "ref") kernel
+  char description[64];  // "onednn-2.6.3:omp"
+};
+
+// oneDNN data type of an accel dtype; 0 for none.
+static int accel_cpu_onednn_dtype(uint32_t dtype) {
+  switch (dtype) {
+    case ACCEL_DTYPE_F32:
+      return ACCEL_DNNL_F32;
+    case ACCEL_DTYPE_F16:
+      return ACCEL_DNNL_F16;
+    case ACCEL_DTYPE_BF16:
+      return ACCEL_DNNL_BF16;
+    default:
+      return 0;
+  }
+}
+
+// Objects of one call, destroyed together (NULL ones skipped).
+typedef struct accel_cpu_dnnl_call {
+  void* attr;
+  void* post_ops;
+  void* pd;
+  void* primitive;
+  void* stream;
+  void* mem[3];
+} accel_cpu_dnnl_call_t;
+
+static void accel_cpu_onednn_call_free(const accel_cpu_onednn_t* d,
+                                       accel_cpu_dnnl_call_t* c) {
+  for (int i = 0; i < 3; i++) {
+    if (c->mem[i] != NULL) d->memory_destroy(c->mem[i]);
+  }
+  if (c->stream != NULL) d->stream_destroy(c->stream);
+  if (c->primitive != NULL) d->primitive_destroy(c->primitive);
+  if (c->pd != NULL) d->primitive_desc_destroy(c->pd);
+  if (c->post_ops != NULL) d->post_ops_destroy(c->post_ops);
+  if (c->attr != NULL) d->primitive_attr_destroy(c->attr);
+}
+
+// Builds the primitive descriptor of `mm` into `c` (and `mds`); returns
+// the failing step's name, or NULL.
+static const char* accel_cpu_onednn_describe(const accel_cpu_onednn_t* d,
+                                             const accel_cpu_matmul_t* mm,
+                                             unsigned char (*mds)[3]
+                                                          [ACCEL_DNNL_MD_BYTES],
+                                             accel_cpu_dnnl_call_t* c) {
+  int ab = accel_cpu_onednn_dtype(mm->ab_dtype);
+  int cd = accel_cpu_onednn_dtype(mm->c_dtype);
+  int64_t m = (int64_t)mm->m, n = (int64_t)mm->n, k = (int64_t)mm->k;
+  accel_dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n};
+  accel_dnnl_dims_t sa = {(int64_t)mm->lda, 1}, sb = {(int64_t)mm->ldb, 1};
+  accel_dnnl_dims_t sc = {(int64_t)mm->ldc, 1};
+  if (mm->trans_a) sa[0] = 1, sa[1] = (int64_t)mm->lda;
+  if (mm->trans_b) sb[0] = 1, sb[1] = (int64_t)mm->ldb;
+  if (d->memory_desc_init_by_strides((*mds)[0], 2, da, ab, sa) != 0 ||
+      d->memory_desc_init_by_strides((*mds)[1], 2, db, ab, sb) != 0 ||
+      d->memory_desc_init_by_strides((*mds)[2], 2, dc, cd, sc) != 0) {
+    return "dnnl_memory_desc_init_by_strides";
+  }
+  _Alignas(64) unsigned char desc[ACCEL_DNNL_DESC_BYTES];
+  if (d->matmul_desc_init(desc, (*mds)[0], (*mds)[1], NULL, (*mds)[2]) != 0) {
+    return "dnnl_matmul_desc_init";
+  }
+  if (d->primitive_attr_create(&c->attr) != 0) return "dnnl_primitive_attr";
+  if (mm->alpha != 1.0f &&
+      d->primitive_attr_set_output_scales(c->attr, 1, 0, &mm->alpha) != 0) {
+    return "dnnl_primitive_attr_set_output_scales";
+  }
+  if (mm->beta != 0.0f) {
+    if (d->post_ops_create(&c->post_ops) != 0 ||
+        d->post_ops_append_sum(c->post_ops, mm->beta) != 0 ||
+        d->primitive_attr_set_post_ops(c->attr, c->post_ops) != 0) {
+      return "dnnl sum post-op";
+    }
+  }
+  if (d->primitive_desc_create(&c->pd, desc, c->attr, d->engine, NULL) != 0) {
+    c->pd = NULL;
+    return "dnnl_primitive_desc_create (no implementation)";
+  }
+  return NULL;
+}
+
+accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
+                                     const accel_cpu_matmul_t* mm,
+                                     char* message, size_t size) {
+  if (accel_cpu_onednn_dtype(mm->ab_dtype) == 0 ||
+      accel_cpu_onednn_dtype(mm->c_dtype) == 0) {
+    snprintf(message, size, "gemm: oneDNN has no dtype %u/%u",
+             (unsigned)mm->ab_dtype, (unsigned)mm->c_dtype);
+    return ACCEL_ERROR_UNSUPPORTED;
+  }
+  _Alignas(64) unsigned char mds[3][ACCEL_DNNL_MD_BYTES];
+  accel_cpu_dnnl_call_t c = {0};
+  accel_status_t status = ACCEL_ERROR_BACKEND;
+  const char* failed = accel_cpu_onednn_describe(d, mm, &mds, &c);
+  if (failed != NULL && c.pd == NULL && c.attr != NULL &&
+      strncmp(failed, "dnnl_primitive_desc_create", 26) == 0) {
+    status = ACCEL_ERROR_UNSUPPORTED;
+  }
+  void* ptr[3] = {(void*)mm->a, (void*)mm->b, mm->c};
+  for (int i = 0; failed == NULL && i < 3; i++) {
+    if (d->memory_create(&c.mem[i], mds[i], d->engine, ptr[i]) != 0) {
+      c.mem[i] = NULL;
+      failed = "dnnl_memory_create";
+    }
+  }
+  if (failed == NULL && d->primitive_create(&c.primitive, c.pd) != 0) {
+    c.primitive = NULL;
+    failed = "dnnl_primitive_create";
+  }
+  if (failed == NULL &&
+      d->stream_create(&c.stream, d->engine, ACCEL_DNNL_IN_ORDER) != 0) {
+    c.stream = NULL;
+    failed = "dnnl_stream_create";
+  }
+  if (failed == NULL) {
+    accel_dnnl_arg_t args[3] = {{ACCEL_DNNL_ARG_SRC, c.mem[0]},
+                                {ACCEL_DNNL_ARG_WEIGHTS, c.mem[1]},
+                                {ACCEL_DNNL_ARG_DST, c.mem[2]}};
+    if (d->omp_set_num_threads != NULL) d->omp_set_num_threads(d->threads);
+    if (d->primitive_execute(c.primitive, c.stream, 3, args) != 0 ||
+        d->stream_wait(c.stream) != 0) {
+      failed = "dnnl_primitive_execute";
+    }
+  }
+  accel_cpu_onednn_call_free(d, &c);
+  if (failed == NULL) return ACCEL_OK;
+  snprintf(message, size, "gemm: oneDNN matmul %llux%llux%llu: %s failed",
+           (unsigned long long)mm->m, (unsigned long long)mm->n,
+           (unsigned long long)mm->k, failed);
+  return status;
+}
+
+// Whether oneDNN multiplies `dtype` with an optimised kernel: its
+// reference kernels run at a small fraction of a BLAS and never win.
+static bool accel_cpu_onednn_probe(const accel_cpu_onednn_t* d,
+                                   uint32_t dtype) {
+  accel_cpu_matmul_t mm = {.ab_dtype = dtype, .c_dtype = dtype, .m = 64,
+                           .n = 64, .k = 64, .alpha = 1.0f, .lda = 64,
+                           .ldb = 64, .ldc = 64};
+  _Alignas(64) unsigned char mds[3][ACCEL_DNNL_MD_BYTES];
+  accel_cpu_dnnl_call_t c = {0};
+  bool native = false;
+  if (accel_cpu_onednn_describe(d, &mm, &mds, &c) == NULL) {
+    const char* impl = NULL;
+    if (d->primitive_desc_query(c.pd, ACCEL_DNNL_IMPL_INFO, 0, &impl) == 0 &&
+        impl != NULL && strstr(impl, "ref") == NULL) {
+      native = true;
+    }
+  }
+  accel_cpu_onednn_call_free(d, &c);
+  return native;
+}
+
+bool accel_cpu_onednn_native(const accel_cpu_onednn_t* d, uint32_t dtype) {
+  if (dtype == ACCEL_DTYPE_F16) return d->native[1];
+  if (dtype == ACCEL_DTYPE_BF16) return d->native[2];
+  return dtype == ACCEL_DTYPE_F32;
+}
+
+const char* accel_cpu_onednn_description(const accel_cpu_onednn_t* d) {
+  return d->description;
+}
+
+accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
+                                          size_t tried_size) {
+  const char* soname = "libdnnl.so.2";
+  const char* why = NULL;
+  accel_cpu_onednn_t* d = calloc(1, sizeof(*d));
+  if (d == NULL) {
+    why = "out of memory";
+  } else if ((d->handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+    why = dlerror();
+  }
+#define ACCEL_DNNL_RESOLVE(name, ret, args)                 \
+  if (why == NULL) {                                        \
+    void* sym_ = dlsym(d->handle, "dnnl_" #name);           \
+    memcpy(&d->name, &sym_, sizeof(d->name));               \
+    if (d->name == NULL) why = "no dnnl_" #name " (not 2.x)"; \
+  }
+  ACCEL_DNNL_FUNCTIONS(ACCEL_DNNL_RESOLVE)
+#undef ACCEL_DNNL_RESOLVE
+  if (why == NULL && d->engine_create(&d->engine, ACCEL_DNNL_CPU, 0) != 0) {
+    d->engine = NULL;
+    why = "dnnl_engine_create failed";
+  }
+  if (why != NULL) {
+    size_t used = strlen(tried);
+    snprintf(tried + used, tried_size - used, "%s%s (%.80s)", used ? "; " : "",
+             soname, why);
+    accel_cpu_onednn_destroy(d);
+    return NULL;
+  }
+  void* sym = dlsym(d->handle, "omp_set_num_threads");
+  memcpy(&d->omp_set_num_threads, &sym, sizeof(d->omp_set_num_threads));
+  d->threads = (int)width;
+  const accel_dnnl_version_t* v = d->version();
+  snprintf(d->description, sizeof(d->description), "onednn-%d.%d.%d:%s",
+           v->major, v->minor, v->patch,
+           d->omp_set_num_threads != NULL ? "omp" : "threads");
+  d->native[1] = accel_cpu_onednn_probe(d, ACCEL_DTYPE_F16);
+  d->native[2] = accel_cpu_onednn_probe(d, ACCEL_DTYPE_BF16);
+  return d;
+}
+
+void accel_cpu_onednn_destroy(accel_cpu_onednn_t* d) {
+  if (d == NULL) return;
+  if (d->engine != NULL) d->engine_destroy(d->engine);
+  if (d->handle != NULL) dlclose(d->handle);
+  free(d);
+}

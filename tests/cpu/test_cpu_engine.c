@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+//
+// The CPU plugin's choice of GEMM engine (plugins/cpu/engine.c), through
+// the public API:
+// - the first GEMM times the engines and appends its decision to
+//   $XDG_CACHE_HOME/accel/cpu-gemm.txt; the device features say "auto"
+//   before and after in that run;
+// - a later run (after accel_shutdown) shows the cached engine in the
+//   features at open, and follows a line edited to another engine;
+// - ACCEL_CPU_GEMM_RETUNE=1 times again and appends a new line;
+// - ACCEL_CPU_GEMM per dtype ("f32=...,bf16=...") shows in the features,
+//   and a malformed value fails GEMM with ACCEL_ERROR_INVALID_ARGUMENT.
+// Each case sets its environment before the library loads the plugin.
+// Exits 77 when fewer than two engines are installed.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+#include <accel/accel.h>
+
+static char cache_dir[256];
+static char cache_file[300];
+
+// Features of cpu:0 ("" when it cannot be opened).
+static void features(char* out, size_t size) {
+  accel_device_t* device = NULL;
+  accel_device_info_t info;
+  memset(&info, 0, sizeof(info));
+  info.struct_size = sizeof(info);
+  out[0] = '\0';
+  if (accel_device_open("cpu:0", &device) == ACCEL_OK &&
+      accel_device_query_info(device, &info) == ACCEL_OK) {
+    snprintf(out, size, "%s", info.features);
+  }
+  accel_device_release(device);
+}
+
+// One small f32 GEMM on cpu:0; returns its status. Writes the features
+// seen before and after into `before` and `after` when not NULL.
+static accel_status_t small_gemm(char* before, char* after, size_t size) {
+  accel_device_t* device = NULL;
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buf = NULL;
+  accel_device_info_t info;
+  memset(&info, 0, sizeof(info));
+  info.struct_size = sizeof(info);
+  accel_status_t s = accel_device_open("cpu:0", &device);
+  if (s == ACCEL_OK) s = accel_stream_create(device, 0, &stream);
+  if (s == ACCEL_OK) s = accel_buffer_create(device, 3 * 16 * 16 * 4, &buf);
+  if (s == ACCEL_OK) s = accel_device_query_info(device, &info);
+  if (s == ACCEL_OK && before != NULL) {
+    snprintf(before, size, "%s", info.features);
+  }
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.m = g.n = g.k = 16, g.a = g.b = g.c = buf;
+  g.lda = g.ldb = g.ldc = 16;
+  g.b_offset = 16 * 16 * 4, g.c_offset = 2 * 16 * 16 * 4;
+  if (s == ACCEL_OK) s = accel_op_gemm(stream, &g);
+  if (s == ACCEL_OK) s = accel_stream_synchronize(stream);
+  if (s == ACCEL_OK && after != NULL) {
+    s = accel_device_query_info(device, &info);
+    snprintf(after, size, "%s", info.features);
+  }
+  accel_buffer_release(buf);
+  accel_stream_release(stream);
+  accel_device_release(device);
+  accel_shutdown();
+  return s;
+}
+
+// Lines of the cache file, and the key and engine of its last f32 line.
+static int cache_lines(char* key, size_t key_size, char* engine,
+                       size_t engine_size) {
+  FILE* f = fopen(cache_file, "r");
+  if (f == NULL) return 0;
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    n++;
+    char* t1 = strchr(line, '\t');
+    if (t1 == NULL || strncmp(t1, "\tf32\t", 5) != 0) continue;
+    *t1 = '\0';
+    snprintf(key, key_size, "%.1000s", line);
+    snprintf(engine, engine_size, "%s", t1 + 5);
+    engine[strcspn(engine, "\n")] = '\0';
+  }
+  fclose(f);
+  return n;
+}
+
+TEST(decision_is_cached_and_followed) {
+  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  unsetenv("ACCEL_CPU_GEMM");
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  char before[512], after[512], key[1024] = "", engine[32] = "";
+  accel_status_t s = small_gemm(before, after, sizeof(before));
+  if (s == ACCEL_ERROR_UNSUPPORTED) SKIP("no GEMM engine installed");
+  ASSERT_OK(s);
+  ASSERT_STR_CONTAINS(before, "gemm-f32=auto");
+  ASSERT_STR_EQ(after, before);
+  int lines = cache_lines(key, sizeof(key), engine, sizeof(engine));
+  printf("  %d line(s); f32 on %s for %s\n", lines, engine, key);
+  ASSERT_EQ(lines, 1);
+  // The next run names the cached engine at open.
+  char want[64], f[512];
+  snprintf(want, sizeof(want), "gemm-f32=%s", engine);
+  features(f, sizeof(f));
+  accel_shutdown();
+  ASSERT_STR_CONTAINS(f, want);
+  // A decision edited to another loaded engine is followed.
+  const char* other = NULL;
+  if (strcmp(engine, "onednn") != 0 && strstr(key, "onednn-") != NULL) {
+    other = "onednn";
+  } else if (strcmp(engine, "openblas") != 0 && strstr(key, "openblas-")) {
+    other = "openblas";
+  }
+  if (other == NULL) SKIP("only one engine installed");
+  FILE* file = fopen(cache_file, "a");
+  ASSERT(file != NULL);
+  fprintf(file, "%s\tf32\t%s\n", key, other);
+  fclose(file);
+  snprintf(want, sizeof(want), "gemm-f32=%s", other);
+  ASSERT_OK(small_gemm(before, after, sizeof(before)));
+  ASSERT_STR_CONTAINS(before, want);
+  ASSERT_STR_EQ(after, before);
+  ASSERT_EQ(cache_lines(key, sizeof(key), engine, sizeof(engine)), 2);
+  ASSERT_STR_EQ(engine, other);
+  // A retune times again and appends what it found.
+  setenv("ACCEL_CPU_GEMM_RETUNE", "1", 1);
+  ASSERT_OK(small_gemm(NULL, NULL, 0));
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  ASSERT_EQ(cache_lines(key, sizeof(key), engine, sizeof(engine)), 3);
+}
+
+TEST(forced_engines_show_and_bad_values_fail) {
+  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  setenv("ACCEL_CPU_GEMM", "f32=onednn,bf16=blis", 1);
+  char f[512];
+  features(f, sizeof(f));
+  accel_shutdown();
+  printf("  features: %s\n", f);
+  ASSERT_STR_CONTAINS(f, "gemm-f32=onednn");
+  ASSERT_STR_CONTAINS(f, "gemm-bf16=blis");
+  static const char* const bad[] = {"fastest", "f32=onednn,", "f64=blis",
+                                    "f32:onednn", "=onednn"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    setenv("ACCEL_CPU_GEMM", bad[i], 1);
+    accel_status_t s = small_gemm(NULL, NULL, 0);
+    printf("  ACCEL_CPU_GEMM=%s: %s\n", bad[i], accel_status_string(s));
+    ASSERT_STATUS(s, ACCEL_ERROR_INVALID_ARGUMENT);
+  }
+  unsetenv("ACCEL_CPU_GEMM");
+}
+
+int main(int argc, char** argv) {
+  snprintf(cache_dir, sizeof(cache_dir), "/tmp/accel-cpu-engine-XXXXXX");
+  if (mkdtemp(cache_dir) == NULL) return 1;
+  snprintf(cache_file, sizeof(cache_file), "%s/accel/cpu-gemm.txt",
+           cache_dir);
+  int rc = test_main(argc, argv);
+  accel_shutdown();
+  unlink(cache_file);
+  char dir[300];
+  snprintf(dir, sizeof(dir), "%s/accel", cache_dir);
+  rmdir(dir);
+  rmdir(cache_dir);
+  return rc;
+}
