@@ -76,6 +76,7 @@
   X(clFinish)                      \
   X(clCreateBuffer)                \
   X(clCreateSubBuffer)             \
+  X(clRetainMemObject)             \
   X(clReleaseMemObject)            \
   X(clGetMemObjectInfo)            \
   X(clEnqueueReadBuffer)           \
@@ -152,6 +153,10 @@ typedef struct accel_opencl_plugin {
   cl_device_id* device_ids;          // [device_count]
   cl_context* platform_contexts;     // one per platform, created lazily
   uint32_t platform_count;
+  // Which platform_contexts slot each device uses: its platform's, or its
+  // own with ACCEL_OPENCL_CONTEXTS=device (tests: cross-context paths).
+  uint32_t* device_contexts;  // [device_count]
+  uint32_t context_count;     // slots in platform_contexts
   cl_platform_id* platforms;  // [platform_count]
   // CLBlast (clblast.c), opened at the first GEMM; NULL when missing.
   bool clblast_tried;
@@ -179,10 +184,42 @@ struct accel_opencl_device {
   bool has_fp64;  // cl_khr_fp64
   bool has_il;    // SPIR-V through clCreateProgramWithIL
   uint64_t timer_resolution_ns;  // CL_DEVICE_PROFILING_TIMER_RESOLUTION
+  // OpenCL has no free-memory query: bytes of live mem_alloc buffers,
+  // subtracted from the total by mem_info.
+  _Atomic uint64_t allocated;
+  // Pinned host blocks (host_alloc): the mapped buffer of each, kept to
+  // unmap and release at host_free; guarded by `mutex`.
+  struct accel_opencl_pinned* pinned;
   // Built-in ops (ops.c, program.c): the program built from kernels/ops.cl
   // and its kernels, created at the first op under `mutex`. NULL before.
   void* builtins;
 };
+
+// Opens the ICD loader (ACCEL_OPENCL_ICD or libOpenCL.so.1) and resolves
+// ACCEL_OPENCL_FUNCS into plugin->cl. On failure returns
+// ACCEL_ERROR_UNAVAILABLE and writes the reason into plugin->icd_error
+// (nothing is left open). Called once, under plugin->mutex (icd.c).
+accel_status_t accel_opencl_icd_open(accel_opencl_plugin_t* plugin);
+
+// Closes what accel_opencl_icd_open opened. Safe when it failed (icd.c).
+void accel_opencl_icd_close(accel_opencl_plugin_t* plugin);
+
+// Releases the contexts and device lists found by device_count (device.c).
+void accel_opencl_devices_release(accel_opencl_plugin_t* plugin);
+
+// Plugin and device entries of accel_plugin_t / accel_device_ops_t
+// (device.c); contracts in <accel/plugin.h>.
+accel_status_t accel_opencl_device_count(void* plugin, uint32_t* out_count);
+accel_status_t accel_opencl_device_open(void* plugin, uint32_t index,
+                                        void** out_device);
+void accel_opencl_device_close(void* device);
+accel_status_t accel_opencl_device_query_props(
+    void* device, accel_plugin_device_props_t* props);
+accel_status_t accel_opencl_device_mem_info(void* device, uint64_t* out_free,
+                                            uint64_t* out_total);
+accel_status_t accel_opencl_device_can_access_peer(void* device,
+                                                   void* peer_device,
+                                                   bool* out_can);
 
 // ---------------------------------------------------------------------------
 // Memory (memory.c)
@@ -203,6 +240,29 @@ accel_status_t accel_opencl_mem_view(accel_opencl_device_t* device,
                                      accel_opencl_mem_t* mem, uint64_t offset,
                                      cl_mem* out);
 
+// Memory entries of accel_device_ops_t; contracts in <accel/plugin.h>.
+accel_status_t accel_opencl_mem_alloc(void* device, size_t size,
+                                      void** out_mem);
+void accel_opencl_mem_free(void* device, void* mem);
+accel_status_t accel_opencl_host_alloc(void* device, size_t size,
+                                       void** out_ptr);
+void accel_opencl_host_free(void* device, void* ptr);
+accel_status_t accel_opencl_copy_h2d(void* device, void* stream, void* dst,
+                                     size_t dst_offset, const void* src,
+                                     size_t size);
+accel_status_t accel_opencl_copy_d2h(void* device, void* stream, void* dst,
+                                     const void* src, size_t src_offset,
+                                     size_t size);
+accel_status_t accel_opencl_copy_d2d(void* device, void* stream, void* dst,
+                                     size_t dst_offset, const void* src,
+                                     size_t src_offset, size_t size);
+accel_status_t accel_opencl_copy_peer(void* device, void* stream, void* dst,
+                                      size_t dst_offset, void* src_device,
+                                      const void* src, size_t src_offset,
+                                      size_t size);
+accel_status_t accel_opencl_memset(void* device, void* stream, void* dst,
+                                   size_t offset, uint8_t value, size_t size);
+
 // ---------------------------------------------------------------------------
 // Streams (stream.c)
 // ---------------------------------------------------------------------------
@@ -217,6 +277,9 @@ typedef struct accel_opencl_stream {
   cl_event* pending;
   size_t pending_count;
   size_t pending_capacity;
+  // A command was enqueued without an event after the last pending one,
+  // so stream_query cannot judge completion from `pending` alone.
+  bool untracked;
   accel_status_t error;  // sticky; ACCEL_OK while healthy
   char error_message[ACCEL_OPENCL_MESSAGE_SIZE];
 } accel_opencl_stream_t;
@@ -229,6 +292,30 @@ typedef struct accel_opencl_stream {
 accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
                                             cl_int err, cl_event event,
                                             const char* what);
+
+// Stream entries of accel_device_ops_t; contracts in <accel/plugin.h>.
+accel_status_t accel_opencl_stream_create(void* device,
+                                          accel_stream_flags_t flags,
+                                          void** out_stream);
+void accel_opencl_stream_destroy(void* stream);
+accel_status_t accel_opencl_stream_synchronize(void* stream);
+accel_status_t accel_opencl_stream_query(void* stream, bool* out_done);
+accel_status_t accel_opencl_stream_wait_event(void* stream, void* event);
+
+// ---------------------------------------------------------------------------
+// Events (event.c)
+// ---------------------------------------------------------------------------
+
+// Event entries of accel_device_ops_t; contracts in <accel/plugin.h>.
+accel_status_t accel_opencl_event_create(void* device,
+                                         accel_event_flags_t flags,
+                                         void** out_event);
+void accel_opencl_event_destroy(void* event);
+accel_status_t accel_opencl_event_record(void* event, void* stream);
+accel_status_t accel_opencl_event_synchronize(void* event);
+accel_status_t accel_opencl_event_query(void* event, bool* out_done);
+accel_status_t accel_opencl_event_elapsed_ms(void* start, void* end,
+                                             float* out_ms);
 
 // ---------------------------------------------------------------------------
 // Built-in ops and GEMM (ops.c, gemm.c), custom kernels (module.c): the

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+//
+// Streams: one in-order command queue each, with profiling on so that
+// event markers carry timestamps. OpenCL reports a failed command only
+// through its event's execution status, so the stream keeps the events of
+// enqueued commands until they are known to be complete; the first one
+// with a negative status becomes the stream's sticky error, reported by
+// every later synchronize and query. The list is pruned of completed
+// events whenever it fills, so it stays as long as the work in flight.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "accel_opencl.h"
+
+// First capacity of the pending list; it doubles only when every event in
+// it is still running.
+#define ACCEL_OPENCL_PENDING_MIN 64
+
+accel_status_t accel_opencl_stream_create(void* device_ptr,
+                                          accel_stream_flags_t flags,
+                                          void** out_stream) {
+  accel_opencl_device_t* device = device_ptr;
+  const accel_host_t* host = device->host;
+  *out_stream = NULL;
+  if (flags != 0) {
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "opencl:%u: unknown stream flags 0x%x", device->index,
+                      (unsigned)flags);
+  }
+  accel_opencl_stream_t* stream = calloc(1, sizeof(*stream));
+  if (stream == NULL || pthread_mutex_init(&stream->mutex, NULL) != 0) {
+    free(stream);
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                      "opencl:%u: stream state", device->index);
+  }
+  cl_int err = CL_SUCCESS;
+  stream->device = device;
+  stream->queue = device->cl->clCreateCommandQueue(
+      device->context, device->id, CL_QUEUE_PROFILING_ENABLE, &err);
+  if (err != CL_SUCCESS) {
+    pthread_mutex_destroy(&stream->mutex);
+    free(stream);
+    return accel_opencl_check(host, err, "clCreateCommandQueue");
+  }
+  *out_stream = stream;
+  return ACCEL_OK;
+}
+
+// Records the failure of `event` (status < 0) as the sticky error, unless
+// an earlier one is already there. Under stream->mutex.
+static void accel_opencl_stream_failed(accel_opencl_stream_t* stream,
+                                       cl_event event, cl_int status) {
+  if (stream->error != ACCEL_OK) return;
+  cl_command_type type = 0;
+  stream->device->cl->clGetEventInfo(event, CL_EVENT_COMMAND_TYPE,
+                                     sizeof(type), &type, NULL);
+  stream->error = status == CL_OUT_OF_HOST_MEMORY ? ACCEL_ERROR_OUT_OF_MEMORY
+                                                  : ACCEL_ERROR_DEVICE_LOST;
+  snprintf(stream->error_message, sizeof(stream->error_message),
+           "opencl:%u: an enqueued command (type 0x%x) failed: %s",
+           stream->device->index, (unsigned)type,
+           accel_opencl_error_name(status));
+}
+
+// Drops completed events from the pending list, noting failures; when
+// `all` the whole list goes (after clFinish). Returns whether every
+// remaining event is complete (i.e. the list is now empty). Under
+// stream->mutex.
+static bool accel_opencl_stream_prune(accel_opencl_stream_t* stream,
+                                      bool all) {
+  const accel_opencl_api_t* cl = stream->device->cl;
+  size_t kept = 0;
+  for (size_t i = 0; i < stream->pending_count; i++) {
+    cl_event event = stream->pending[i];
+    cl_int status = CL_QUEUED;
+    if (cl->clGetEventInfo(event, CL_EVENT_COMMAND_EXECUTION_STATUS,
+                           sizeof(status), &status, NULL) != CL_SUCCESS) {
+      status = CL_COMPLETE;  // an event we cannot ask about: forget it
+    }
+    if (status < 0) accel_opencl_stream_failed(stream, event, status);
+    if (status <= CL_COMPLETE || all) {
+      cl->clReleaseEvent(event);
+    } else {
+      stream->pending[kept++] = event;
+    }
+  }
+  stream->pending_count = kept;
+  return kept == 0;
+}
+
+accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
+                                            cl_int err, cl_event event,
+                                            const char* what) {
+  const accel_host_t* host = stream->device->host;
+  if (err != CL_SUCCESS) {
+    return host->fail(host,
+                      err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+                              err == CL_OUT_OF_RESOURCES
+                          ? ACCEL_ERROR_OUT_OF_DEVICE_MEMORY
+                          : ACCEL_ERROR_BACKEND,
+                      "opencl:%u: %s: %s", stream->device->index, what,
+                      accel_opencl_error_name(err));
+  }
+  pthread_mutex_lock(&stream->mutex);
+  if (event == NULL) {
+    stream->untracked = true;
+    pthread_mutex_unlock(&stream->mutex);
+    return ACCEL_OK;
+  }
+  if (stream->pending_count == stream->pending_capacity) {
+    accel_opencl_stream_prune(stream, false);
+  }
+  if (stream->pending_count == stream->pending_capacity) {
+    size_t capacity = stream->pending_capacity ? stream->pending_capacity * 2
+                                               : ACCEL_OPENCL_PENDING_MIN;
+    cl_event* grown = realloc(stream->pending, capacity * sizeof(*grown));
+    if (grown == NULL) {
+      // The command is queued; only its error tracking is lost.
+      pthread_mutex_unlock(&stream->mutex);
+      stream->device->cl->clReleaseEvent(event);
+      return ACCEL_OK;
+    }
+    stream->pending = grown;
+    stream->pending_capacity = capacity;
+  }
+  stream->pending[stream->pending_count++] = event;
+  stream->untracked = false;
+  pthread_mutex_unlock(&stream->mutex);
+  return ACCEL_OK;
+}
+
+// The sticky error, reported through host->fail; under stream->mutex.
+static accel_status_t accel_opencl_stream_error(accel_opencl_stream_t* stream) {
+  if (stream->error == ACCEL_OK) return ACCEL_OK;
+  const accel_host_t* host = stream->device->host;
+  return host->fail(host, stream->error, "%s", stream->error_message);
+}
+
+void accel_opencl_stream_destroy(void* stream_ptr) {
+  accel_opencl_stream_t* stream = stream_ptr;
+  if (stream == NULL) return;
+  const accel_opencl_api_t* cl = stream->device->cl;
+  cl->clFinish(stream->queue);
+  accel_opencl_stream_prune(stream, true);
+  cl->clReleaseCommandQueue(stream->queue);
+  free(stream->pending);
+  pthread_mutex_destroy(&stream->mutex);
+  free(stream);
+}
+
+accel_status_t accel_opencl_stream_synchronize(void* stream_ptr) {
+  accel_opencl_stream_t* stream = stream_ptr;
+  cl_int err = stream->device->cl->clFinish(stream->queue);
+  pthread_mutex_lock(&stream->mutex);
+  accel_opencl_stream_prune(stream, true);
+  stream->untracked = false;
+  accel_status_t status = accel_opencl_stream_error(stream);
+  pthread_mutex_unlock(&stream->mutex);
+  if (status != ACCEL_OK) return status;
+  return accel_opencl_check(stream->device->host, err, "clFinish");
+}
+
+accel_status_t accel_opencl_stream_query(void* stream_ptr, bool* out_done) {
+  accel_opencl_stream_t* stream = stream_ptr;
+  const accel_opencl_api_t* cl = stream->device->cl;
+  *out_done = false;
+  // Submit what is queued so that it can finish without a synchronize.
+  cl_int err = cl->clFlush(stream->queue);
+  if (err != CL_SUCCESS) {
+    return accel_opencl_check(stream->device->host, err, "clFlush");
+  }
+  pthread_mutex_lock(&stream->mutex);
+  bool untracked = stream->untracked;
+  pthread_mutex_unlock(&stream->mutex);
+  if (untracked) {
+    // Work without an event is at the tail: a marker stands for it.
+    cl_event marker = NULL;
+    err = cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker);
+    if (err == CL_SUCCESS) cl->clFlush(stream->queue);
+    accel_status_t status = accel_opencl_stream_enqueued(
+        stream, err, marker, "clEnqueueMarkerWithWaitList");
+    if (status != ACCEL_OK) return status;
+  }
+  pthread_mutex_lock(&stream->mutex);
+  bool done = accel_opencl_stream_prune(stream, false);
+  accel_status_t status = accel_opencl_stream_error(stream);
+  pthread_mutex_unlock(&stream->mutex);
+  *out_done = done;
+  return status;
+}
