@@ -219,6 +219,42 @@ const char* bench_direct_path(const bench_direct_t* direct);
 const char* bench_direct_error(void);
 
 // ---------------------------------------------------------------------------
+// CPU GEMM baselines (cpu_gemm.c): the engines the CPU plugin chooses
+// from, called directly.
+// ---------------------------------------------------------------------------
+
+#define BENCH_CPU_GEMM_MAX 3  // at most two BLAS libraries and oneDNN
+
+typedef struct bench_cpu_gemm bench_cpu_gemm_t;
+typedef struct bench_cpu_op bench_cpu_op_t;
+
+// Opens OpenBLAS and BLIS (or exactly ACCEL_CPU_BLAS) and oneDNN, those
+// that can be; single-threaded BLAS libraries run on a pool of `width`.
+// NULL (bench_fail) only when out of memory or threads.
+bench_cpu_gemm_t* bench_cpu_gemm_open(uint32_t width);
+void bench_cpu_gemm_close(bench_cpu_gemm_t* gemm);
+
+// Engines opened, their names ("openblas", "blis", "blas", "onednn"), and
+// those that could not be, with why ("" when none).
+size_t bench_cpu_gemm_count(const bench_cpu_gemm_t* gemm);
+const char* bench_cpu_gemm_name(const bench_cpu_gemm_t* gemm, size_t i);
+const char* bench_cpu_gemm_missing(const bench_cpu_gemm_t* gemm);
+
+// Prepares engine `i` for n x n x n products of `dtype` with A and B
+// holding the f32 values `a` and `b` (kept by reference: valid until
+// bench_cpu_op_close). A BLAS multiplies the f32 values whatever `dtype`
+// (it has no half types); oneDNN multiplies in `dtype`. NULL with the
+// reason in `why` when the engine has no optimised kernel for `dtype`.
+bench_cpu_op_t* bench_cpu_gemm_prepare(bench_cpu_gemm_t* gemm, size_t i,
+                                       accel_dtype_t dtype, size_t n,
+                                       const float* a, const float* b,
+                                       char* why, size_t why_size);
+
+// bench_run_fn_t: `iters` products on a bench_cpu_op_t.
+bool bench_cpu_op_run(void* op, uint64_t iters);
+void bench_cpu_op_close(bench_cpu_op_t* op);
+
+// ---------------------------------------------------------------------------
 // Baseline thread pool (pool.c) and loops (loops.c)
 // ---------------------------------------------------------------------------
 
