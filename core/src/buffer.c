@@ -2,6 +2,7 @@
 //
 // Buffers: device memory with a known device and size, so every copy can be
 // checked for bounds and devices before it reaches a plugin.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,35 @@ size_t accel_buffer_size(const accel_buffer_t* buffer) {
 
 accel_device_t* accel_buffer_device(const accel_buffer_t* buffer) {
   return buffer != NULL ? buffer->device : NULL;
+}
+
+accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer,
+                                          size_t offset,
+                                          uint64_t* out_address) {
+  if (out_address != NULL) *out_address = 0;
+  if (buffer == NULL || out_address == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_buffer_query_address: buffer and out_address "
+                       "are required");
+  }
+  if (offset > buffer->size) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_buffer_query_address: offset %zu is past the "
+                       "end of the %zu-byte buffer",
+                       offset, buffer->size);
+  }
+  accel_device_t* d = buffer->device;
+  accel_status_t status =
+      d->ops->mem_address(d->impl, accel__buffer_mem(buffer),
+                          accel__buffer_offset(buffer, offset), out_address);
+  if (status != ACCEL_OK) {
+    char reason[512];
+    snprintf(reason, sizeof(reason), "%s", accel_last_error());
+    *out_address = 0;
+    return accel__fail(status, "accel_buffer_query_address on %s: %s",
+                       d->uri, reason);
+  }
+  return ACCEL_OK;
 }
 
 accel_status_t accel_buffer_write(accel_buffer_t* buffer, size_t offset,

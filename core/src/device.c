@@ -272,6 +272,8 @@ const char* accel_device_cap_name(accel_device_caps_t cap) {
       return "kernels";
     case ACCEL_DEVICE_CAP_GRAPHS:
       return "graphs";
+    case ACCEL_DEVICE_CAP_HOST_ACCESSIBLE:
+      return "host_accessible";
     default:
       return NULL;
   }

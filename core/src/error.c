@@ -55,6 +55,8 @@ const char* accel_status_string(accel_status_t status) {
       return "ACCEL_ERROR_INTERNAL";
     case ACCEL_ERROR_NOT_READY:
       return "ACCEL_ERROR_NOT_READY";
+    case ACCEL_ERROR_TIMEOUT:
+      return "ACCEL_ERROR_TIMEOUT";
     case ACCEL_STATUS_MAX_ENUM:
       break;
   }

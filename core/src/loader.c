@@ -191,6 +191,17 @@ static accel_status_t accel__default_op_gemm_workspace(
   return ACCEL_OK;
 }
 
+// A plugin without mem_address (or built before ABI 1.3): its memory has
+// no address the core can hand out.
+static accel_status_t accel__default_mem_address(void* device, void* mem,
+                                                 uint64_t offset,
+                                                 uint64_t* out_address) {
+  (void)device, (void)mem, (void)offset;
+  *out_address = 0;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend's memory has no device address");
+}
+
 // Fills every built-in op the plugin left NULL (or predates) with a stub.
 static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->op_fill == NULL) o->op_fill = accel__default_op_fill;
@@ -204,6 +215,7 @@ static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->op_gemm_workspace == NULL) {
     o->op_gemm_workspace = accel__default_op_gemm_workspace;
   }
+  if (o->mem_address == NULL) o->mem_address = accel__default_mem_address;
 }
 
 static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,

@@ -175,6 +175,10 @@ uint64_t accel_cpu_sysinfo_available_memory(void);
 
 accel_status_t accel_cpu_mem_alloc(void* device, size_t size, void** out_mem);
 void accel_cpu_mem_free(void* device, void* mem);
+// plugin ABI 1.3: mem_address. The memory is host memory, so the address is
+// a host pointer (ACCEL_DEVICE_CAP_HOST_ACCESSIBLE).
+accel_status_t accel_cpu_mem_address(void* device, void* mem, uint64_t offset,
+                                     uint64_t* out_address);
 accel_status_t accel_cpu_copy_h2d(void* device, void* stream, void* dst,
                                   size_t dst_offset, const void* src,
                                   size_t size);

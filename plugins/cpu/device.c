@@ -198,7 +198,8 @@ accel_status_t accel_cpu_device_query_props(
   // PEER_ACCESS: see plugin.c. KERNELS: module.c. No PINNED_MEMORY.
   accel_device_caps_t caps = ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 |
                              ACCEL_DEVICE_CAP_PEER_ACCESS |
-                             ACCEL_DEVICE_CAP_EVENT_TIMING;
+                             ACCEL_DEVICE_CAP_EVENT_TIMING |
+                             ACCEL_DEVICE_CAP_HOST_ACCESSIBLE;
   if (ACCEL_CPU_MODULE_TARGET[0] != '\0') caps |= ACCEL_DEVICE_CAP_KERNELS;
   // The GEMM engines as known at open (engine.c): fixed for the device's
   // life, so the string never changes between two queries.

@@ -83,6 +83,14 @@ void accel_cpu_mem_free(void* device_ptr, void* mem) {
   free(base);
 }
 
+accel_status_t accel_cpu_mem_address(void* device_ptr, void* mem,
+                                     uint64_t offset, uint64_t* out_address) {
+  (void)device_ptr;
+  // The handle is the data address itself (see the top of this file).
+  *out_address = (uint64_t)(uintptr_t)((unsigned char*)mem + offset);
+  return ACCEL_OK;
+}
+
 // Runs a copy (`src` not NULL) or fill of `size` bytes on the calling
 // thread if `stream` is idle and the size is small enough (see stream.c and
 // ACCEL_CPU_INLINE_BYTES in cpu.h); false when it must be queued instead.

@@ -76,6 +76,8 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .op_mul = accel_cpu_op_mul,
     .op_sum = accel_cpu_op_sum,
     .op_gemm = accel_cpu_op_gemm,
+    // -- since ABI 1.3 --
+    .mem_address = accel_cpu_mem_address,
 };
 
 static const accel_plugin_t accel_cpu_plugin = {

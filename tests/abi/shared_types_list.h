@@ -23,6 +23,7 @@
   X(ACCEL_ERROR_BACKEND)              \
   X(ACCEL_ERROR_INTERNAL)             \
   X(ACCEL_ERROR_NOT_READY)            \
+  X(ACCEL_ERROR_TIMEOUT)              \
   X(ACCEL_STATUS_MAX_ENUM)            \
   X(ACCEL_LOG_ERROR)                  \
   X(ACCEL_LOG_WARN)                   \
@@ -41,6 +42,7 @@
   X(ACCEL_DEVICE_CAP_EVENT_TIMING)    \
   X(ACCEL_DEVICE_CAP_KERNELS)         \
   X(ACCEL_DEVICE_CAP_GRAPHS)          \
+  X(ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) \
   X(ACCEL_DEVICE_CAP_MAX_ENUM)        \
   X(ACCEL_EVENT_TIMING)               \
   X(ACCEL_EVENT_FLAG_MAX_ENUM)        \

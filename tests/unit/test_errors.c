@@ -24,6 +24,7 @@ TEST(status_string_every_code) {
       {ACCEL_ERROR_BACKEND, "ACCEL_ERROR_BACKEND"},
       {ACCEL_ERROR_INTERNAL, "ACCEL_ERROR_INTERNAL"},
       {ACCEL_ERROR_NOT_READY, "ACCEL_ERROR_NOT_READY"},
+      {ACCEL_ERROR_TIMEOUT, "ACCEL_ERROR_TIMEOUT"},
   };
   for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
     ASSERT_STR_EQ(accel_status_string(codes[i].status), codes[i].name);
@@ -33,7 +34,7 @@ TEST(status_string_every_code) {
 // Unknown codes (including ones a newer library might add) get a fixed
 // name, never NULL.
 TEST(status_string_unknown_codes) {
-  const int unknown[] = {12, 13, 100, 0x7ffffffe, 0x7fffffff, -1, -12};
+  const int unknown[] = {13, 14, 100, 0x7ffffffe, 0x7fffffff, -1, -13};
   for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
     ASSERT_STR_EQ(accel_status_string((accel_status_t)unknown[i]),
                   "ACCEL_ERROR_UNKNOWN");

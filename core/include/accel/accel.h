@@ -68,6 +68,7 @@ typedef enum accel_status {
   ACCEL_ERROR_BACKEND = 9,       // the vendor API failed
   ACCEL_ERROR_INTERNAL = 10,     // a bug in accel or a plugin
   ACCEL_ERROR_NOT_READY = 11,    // work not finished yet (e.g. elapsed time)
+  ACCEL_ERROR_TIMEOUT = 12,      // a bounded wait (a collective) ran out
   ACCEL_STATUS_MAX_ENUM = 0x7fffffff
 } accel_status_t;
 
@@ -99,6 +100,8 @@ enum accel_device_cap_bits {
   ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,   // events measure elapsed time
   ACCEL_DEVICE_CAP_KERNELS = 1u << 6,        // custom modules and launches
   ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
+  ACCEL_DEVICE_CAP_HOST_ACCESSIBLE = 1u << 8,  // buffer addresses are host
+                                               // pointers
   ACCEL_DEVICE_CAP_MAX_ENUM = 0x7fffffff
 };
 
@@ -406,6 +409,19 @@ ACCEL_API size_t accel_buffer_size(const accel_buffer_t* buffer);
 
 // The buffer's device (borrowed; retain it to keep it).
 ACCEL_API accel_device_t* accel_buffer_device(const accel_buffer_t* buffer);
+
+// Sets `*out_address` to the device address of byte `offset` of `buffer`:
+// a CUdeviceptr on CUDA, a HIP device pointer on ROCm, a host pointer on
+// the CPU (whose devices report ACCEL_DEVICE_CAP_HOST_ACCESSIBLE: the host
+// may read and write it once the stream work that uses the buffer has
+// finished). The address is valid while the buffer is alive; it is the
+// caller's job to order its own use of it with accel's streams. `offset`
+// may equal the size (one past the end). ACCEL_ERROR_INVALID_ARGUMENT for
+// NULL arguments or an offset past the end; ACCEL_ERROR_UNSUPPORTED on a
+// backend whose memory has no address (OpenCL's cl_mem). Since accel 0.2.
+ACCEL_API accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer,
+                                                    size_t offset,
+                                                    uint64_t* out_address);
 
 // Copies `size` bytes from host `src` into `buffer` at `offset`.
 // ACCEL_ERROR_INVALID_ARGUMENT for NULL pointers, `size` 0, or a range past

@@ -78,6 +78,7 @@ typedef enum accel_status {
   ACCEL_ERROR_BACKEND = 9,       // the vendor API failed
   ACCEL_ERROR_INTERNAL = 10,     // a bug in accel or a plugin
   ACCEL_ERROR_NOT_READY = 11,    // work not finished yet (e.g. elapsed time)
+  ACCEL_ERROR_TIMEOUT = 12,      // a bounded wait (a collective) ran out
   ACCEL_STATUS_MAX_ENUM = 0x7fffffff
 } accel_status_t;
 
@@ -109,6 +110,8 @@ enum accel_device_cap_bits {
   ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,   // events measure elapsed time
   ACCEL_DEVICE_CAP_KERNELS = 1u << 6,        // custom modules and launches
   ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
+  ACCEL_DEVICE_CAP_HOST_ACCESSIBLE = 1u << 8,  // buffer addresses are host
+                                               // pointers
   ACCEL_DEVICE_CAP_MAX_ENUM = 0x7fffffff
 };
 
@@ -535,6 +538,17 @@ typedef struct accel_device_ops {
   accel_status_t (*op_gemm_workspace)(void* device,
                                       const accel_plugin_gemm_t* gemm,
                                       uint64_t* out_bytes);
+
+  // -- since ABI 1.3 --
+  // (optional) Sets `*out_address` to the device address of byte `offset`
+  // of `mem` (a CUdeviceptr, a HIP device pointer, a host pointer on the
+  // CPU), valid until `mem` is freed. NULL, or ACCEL_ERROR_UNSUPPORTED,
+  // means the memory has no address (handle-based runtimes: OpenCL). A
+  // device that sets ACCEL_DEVICE_CAP_HOST_ACCESSIBLE promises the address
+  // is a host pointer the host may read and write once the stream work
+  // that touches it has finished.
+  accel_status_t (*mem_address)(void* device, void* mem, uint64_t offset,
+                                uint64_t* out_address);
 } accel_device_ops_t;
 
 // Smallest device-ops table the core accepts: everything up to and
