@@ -25,6 +25,9 @@ typedef enum conform_result {
   CONFORM_FAIL = 1,
   CONFORM_SKIP = 2,
   CONFORM_UNSUPPORTED = 3,
+  // Only as reported by the runner for a check in the known-failures file:
+  CONFORM_XFAIL = 4,  // failed, as listed
+  CONFORM_XPASS = 5,  // listed, but passed: counts as a failure
 } conform_result_t;
 
 #define CONFORM_MAX_TRACKED 1024
@@ -73,6 +76,40 @@ const conform_check_t* conform_stream_checks(size_t* out_count);
 const conform_check_t* conform_event_checks(size_t* out_count);
 const conform_check_t* conform_ops_checks(size_t* out_count);
 const conform_check_t* conform_kernel_checks(size_t* out_count);
+const conform_check_t* conform_launch_checks(size_t* out_count);
+const conform_check_t* conform_sync_checks(size_t* out_count);
+const conform_check_t* conform_threads_checks(size_t* out_count);
+const conform_check_t* conform_round_checks(size_t* out_count);
+const conform_check_t* conform_resource_checks(size_t* out_count);
+// Last: a failed kernel may leave a GPU context unusable.
+const conform_check_t* conform_error_checks(size_t* out_count);
+
+// ---------------------------------------------------------------------------
+// Test kernels (conform_kernel.c; sdk/conform/kernels/README.md)
+// ---------------------------------------------------------------------------
+
+// Loads the first test module the device accepts and looks up kernel
+// `name` in it (both tracked). `path` receives the module file tried
+// last ("" when there was none). NOT_FOUND when there is no module or no
+// such kernel in it.
+accel_status_t conform_kernel_get(conform_ctx_t* ctx, const char* name,
+                                  accel_kernel_t** out_kernel, char* path,
+                                  size_t path_size);
+
+// The result for a conform_kernel_get() failure: UNSUPPORTED without the
+// kernels capability, SKIP without a module or that kernel, else FAIL.
+conform_result_t conform_kernel_missing(conform_ctx_t* ctx,
+                                        accel_status_t status,
+                                        const char* name, const char* path);
+
+// In a check: looks up test kernel `name` into `kernel` (path: a char
+// array) or returns conform_kernel_missing()'s result.
+#define CONFORM_GET_KERNEL(ctx, name, kernel, path)                         \
+  do {                                                                      \
+    accel_status_t s_ =                                                     \
+        conform_kernel_get(ctx, name, &kernel, path, sizeof(path));         \
+    if (s_ != ACCEL_OK) return conform_kernel_missing(ctx, s_, name, path); \
+  } while (0)
 
 // ---------------------------------------------------------------------------
 // Helpers (util.c)
@@ -143,6 +180,36 @@ void conform_rand_bytes(uint64_t* state, void* dst, size_t size);
 
 // Seconds since an arbitrary epoch (CLOCK_MONOTONIC).
 double conform_now(void);
+
+// ---------------------------------------------------------------------------
+// Known failures (known.c)
+// ---------------------------------------------------------------------------
+
+#define CONFORM_MAX_KNOWN 256
+
+typedef struct conform_known_entry {
+  char pattern[128];  // a check name or an fnmatch() glob
+  char reason[256];
+} conform_known_entry_t;
+
+typedef struct conform_known {
+  char path[1024];
+  size_t count;
+  conform_known_entry_t entries[CONFORM_MAX_KNOWN];
+} conform_known_t;
+
+// Parses a known-failures file ("<check or glob> <reason>" lines, #
+// comments). False with a message in `error` when it cannot be read or an
+// entry has no reason.
+bool conform_known_load(const char* path, conform_known_t* known, char* error,
+                        size_t error_size);
+// The reason `name` is listed with, or NULL.
+const char* conform_known_reason(const conform_known_t* known,
+                                 const char* name);
+// The default file of a plugin: its path with the extension replaced by
+// ".conform-known" (libaccel-foo.so -> libaccel-foo.conform-known).
+void conform_known_default_path(const char* plugin_path, char* out,
+                                size_t size);
 
 // ---------------------------------------------------------------------------
 // Element types (dtype.c)

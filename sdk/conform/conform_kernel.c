@@ -7,7 +7,8 @@
 //
 // Test modules live in the kernel directory (--kernel-dir; by default
 // share/accel/conform beside the binary, or conform/ next to it in a build
-// tree) as files named accel_conform_<backend>*. Each holds a kernel
+// tree) as files named accel_conform_<backend>* (README.md there lists
+// every test kernel; conform_launch.c uses the others). Each holds a kernel
 //   accel_conform_add_one(int32_t* data, uint32_t n)
 // that adds 1 to data[i] for every global thread index i < n, where
 // i = block_id.x * block_dim.x + thread_id.x. The check tries every such
@@ -20,16 +21,13 @@
 
 #define CONFORM_KERNEL_NAME "accel_conform_add_one"
 
-// Loads the first test module for this backend that the device accepts.
-static accel_status_t conform_kernel_module(conform_ctx_t* ctx,
-                                            accel_module_t** out_module,
-                                            char* path, size_t path_size) {
-  *out_module = NULL;
+// Tries every file in the kernel directory whose name starts with
+// `prefix` and keeps the first module the device accepts.
+static accel_status_t conform_kernel_try(conform_ctx_t* ctx, const char* prefix,
+                                         accel_module_t** out_module,
+                                         char* path, size_t path_size) {
   DIR* dir = ctx->kernel_dir ? opendir(ctx->kernel_dir) : NULL;
   if (dir == NULL) return ACCEL_ERROR_NOT_FOUND;
-  char prefix[64];
-  snprintf(prefix, sizeof(prefix), "accel_conform_%s",
-           accel_device_backend(ctx->device));
   accel_status_t status = ACCEL_ERROR_NOT_FOUND;
   struct dirent* entry;
   while ((entry = readdir(dir)) != NULL) {
@@ -43,6 +41,63 @@ static accel_status_t conform_kernel_module(conform_ctx_t* ctx,
   }
   closedir(dir);
   return status;
+}
+
+// Loads the first test module the device accepts: the backend's own
+// (accel_conform_<backend>*) first, then any other (accel_conform_*), so a
+// plugin loading another backend's format (the template loads host ELF
+// like the CPU backend) finds those; the core refuses the rest.
+static accel_status_t conform_kernel_module(conform_ctx_t* ctx,
+                                            accel_module_t** out_module,
+                                            char* path, size_t path_size) {
+  *out_module = NULL;
+  path[0] = '\0';
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "accel_conform_%s",
+           accel_device_backend(ctx->device));
+  accel_status_t status =
+      conform_kernel_try(ctx, prefix, out_module, path, path_size);
+  if (status == ACCEL_OK) return status;
+  char first[1024];
+  snprintf(first, sizeof(first), "%s", path);
+  status = conform_kernel_try(ctx, "accel_conform_", out_module, path,
+                              path_size);
+  if (status != ACCEL_OK && first[0] != '\0') {
+    snprintf(path, path_size, "%s", first);  // report the backend's own
+  }
+  return status;
+}
+
+accel_status_t conform_kernel_get(conform_ctx_t* ctx, const char* name,
+                                  accel_kernel_t** out_kernel, char* path,
+                                  size_t path_size) {
+  *out_kernel = NULL;
+  accel_module_t* module = NULL;
+  accel_status_t status =
+      conform_kernel_module(ctx, &module, path, path_size);
+  if (status != ACCEL_OK) return status;
+  status = accel_kernel_create(module, name, out_kernel);
+  if (status == ACCEL_OK) conform_track_kernel(ctx, *out_kernel);
+  return status;
+}
+
+conform_result_t conform_kernel_missing(conform_ctx_t* ctx,
+                                        accel_status_t status,
+                                        const char* name, const char* path) {
+  if ((ctx->info.caps & ACCEL_DEVICE_CAP_KERNELS) == 0) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no custom kernels");
+  }
+  if (status == ACCEL_ERROR_NOT_FOUND && path[0] == '\0') {
+    return conform_report(ctx, CONFORM_SKIP,
+                          "no test module for %s in %s",
+                          accel_device_backend(ctx->device),
+                          ctx->kernel_dir ? ctx->kernel_dir : "(none)");
+  }
+  if (status == ACCEL_ERROR_NOT_FOUND) {
+    return conform_report(ctx, CONFORM_SKIP, "%s has no kernel %s", path,
+                          name);
+  }
+  return conform_fail_status(ctx, status, name);
 }
 
 static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,

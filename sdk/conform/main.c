@@ -7,8 +7,12 @@
 //
 // Prints one line per check ("PASS  name  detail") and a closing
 // "N passed, N failed, N skipped". Exit status: 0 all passed, 1 a check
-// failed, 2 usage error or the plugin cannot be loaded (with the load
-// report's reason), 77 the plugin loads but has no usable device.
+// failed, 2 usage error, an invalid known-failures file, or the plugin
+// cannot be loaded (with the load report's reason), 77 the plugin loads
+// but has no usable device. Checks listed in the known-failures file
+// (--known-failures FILE, or <plugin without extension>.conform-known next
+// to the plugin) are reported XFAIL when they fail and XPASS (a failure)
+// when they pass; see known.c.
 // realpath() is XSI.
 #define _XOPEN_SOURCE 700
 
@@ -31,6 +35,8 @@ typedef struct conform_args {
   const char* reference;
   const char* filter;
   const char* kernel_dir;
+  const char* known;
+  bool no_known;
   uint32_t device;
   double timeout_s;
   uint64_t seed;
@@ -39,8 +45,8 @@ typedef struct conform_args {
   bool require_ops;
 } conform_args_t;
 
-static const char* const conform_result_names[] = {"PASS", "FAIL", "SKIP",
-                                                   "UNSUPPORTED"};
+static const char* const conform_result_names[] = {
+    "PASS", "FAIL", "SKIP", "UNSUPPORTED", "XFAIL", "XPASS"};
 
 static void conform_usage(FILE* out) {
   fprintf(out,
@@ -56,6 +62,9 @@ static void conform_usage(FILE* out) {
           "  --seed N           random seed for op inputs (1)\n"
           "  --kernel-dir DIR   where test kernels live\n"
           "  --require-ops      an unsupported built-in op is a failure\n"
+          "  --known-failures FILE  checks expected to fail, with reasons\n"
+          "                     (default: <plugin>.conform-known beside it)\n"
+          "  --no-known-failures  ignore the plugin's known-failures file\n"
           "                     (first-party plugins implement them all)\n"
           "  --json             machine-readable output\n"
           "  --list             list the checks and exit\n"
@@ -75,6 +84,8 @@ static bool conform_parse(int argc, char** argv, conform_args_t* args) {
       args->list = true;
     } else if (strcmp(a, "--require-ops") == 0) {
       args->require_ops = true;
+    } else if (strcmp(a, "--no-known-failures") == 0) {
+      args->no_known = true;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       conform_usage(stdout);
       exit(0);
@@ -92,6 +103,8 @@ static bool conform_parse(int argc, char** argv, conform_args_t* args) {
       args->filter = argv[++i];
     } else if (strcmp(a, "--kernel-dir") == 0) {
       args->kernel_dir = argv[++i];
+    } else if (strcmp(a, "--known-failures") == 0) {
+      args->known = argv[++i];
     } else if (strcmp(a, "--device") == 0 || strcmp(a, "--timeout") == 0 ||
                strcmp(a, "--seed") == 0) {
       char* end = NULL;
@@ -289,6 +302,26 @@ int main(int argc, char** argv) {
   }
   ctx.kernel_dir = kernel_dir;
 
+  static conform_known_t known;
+  static char known_path[PATH_MAX + 32];
+  char known_error[512] = "";
+  if (args.known != NULL) {
+    snprintf(known_path, sizeof(known_path), "%s", args.known);
+  } else if (!args.no_known) {
+    conform_known_default_path(report.path, known_path, sizeof(known_path));
+    if (access(known_path, F_OK) != 0) known_path[0] = '\0';
+  }
+  if (known_path[0] != '\0' &&
+      !conform_known_load(known_path, &known, known_error,
+                          sizeof(known_error))) {
+    fprintf(stderr, "accel-conform: known failures: %s\n", known_error);
+    accel_device_release(ctx.reference);
+    accel_device_release(ctx.peer);
+    accel_device_release(ctx.device);
+    accel_shutdown();
+    return CONFORM_EXIT_USAGE;
+  }
+
   if (args.json) {
     printf("{\"plugin\": ");
     conform_json_string(report.path);
@@ -302,10 +335,14 @@ int main(int argc, char** argv) {
     printf("accel-conform: %s (%s %s) on %s, reference %s\n", report.path,
            report.name, report.version, accel_device_uri(ctx.device),
            ctx.reference ? accel_device_uri(ctx.reference) : "host");
+    if (known.path[0] != '\0') {
+      printf("accel-conform: %zu known failure(s) from %s\n", known.count,
+             known.path);
+    }
   }
   fflush(stdout);
 
-  size_t counts[4] = {0};
+  size_t counts[6] = {0};
   bool first = true;
   for (size_t i = 0; i < total; i++) {
     const conform_check_t* check = conform_check_get(i);
@@ -320,6 +357,18 @@ int main(int argc, char** argv) {
       result = conform_report(&ctx, CONFORM_FAIL, "required op: %s", detail);
     }
     conform_release_tracked(&ctx);
+    const char* reason = conform_known_reason(&known, check->name);
+    if (reason != NULL && result == CONFORM_FAIL) {
+      char detail[sizeof(ctx.detail)];
+      snprintf(detail, sizeof(detail), "%s", ctx.detail);
+      result = conform_report(&ctx, CONFORM_XFAIL, "known (%.200s): %s", reason,
+                              detail);
+    } else if (reason != NULL && result == CONFORM_PASS) {
+      result = conform_report(&ctx, CONFORM_XPASS,
+                              "unexpectedly passed; listed as known failure: "
+                              "%.200s",
+                              reason);
+    }
     counts[result]++;
     if (args.json) {
       printf("%s\n  {\"name\": ", first ? "" : ",");
@@ -336,11 +385,18 @@ int main(int argc, char** argv) {
     fflush(stdout);
     first = false;
   }
-  size_t passed = counts[CONFORM_PASS], failed = counts[CONFORM_FAIL];
+  size_t passed = counts[CONFORM_PASS];
+  size_t failed = counts[CONFORM_FAIL] + counts[CONFORM_XPASS];
   size_t skipped = counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED];
+  size_t xfail = counts[CONFORM_XFAIL], xpass = counts[CONFORM_XPASS];
   if (args.json) {
-    printf("\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu}\n", passed,
-           failed, skipped);
+    printf("\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, "
+           "\"expected_failures\": %zu, \"unexpected_passes\": %zu}\n",
+           passed, failed, skipped, xfail, xpass);
+  } else if (xfail + xpass > 0) {
+    printf("%zu passed, %zu failed, %zu skipped, %zu expected failures, %zu "
+           "unexpectedly passed\n",
+           passed, failed, skipped, xfail, xpass);
   } else {
     printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
   }

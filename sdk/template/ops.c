@@ -37,10 +37,10 @@ static void template_store(void* p, uint32_t dtype, uint64_t i, double v) {
       ((float*)p)[i] = (float)v;
       break;
     case ACCEL_DTYPE_F16:
-      ((uint16_t*)p)[i] = accel_plugin_f32_to_f16((float)v);
+      ((uint16_t*)p)[i] = accel_plugin_f64_to_f16(v);
       break;
     case ACCEL_DTYPE_BF16:
-      ((uint16_t*)p)[i] = accel_plugin_f32_to_bf16((float)v);
+      ((uint16_t*)p)[i] = accel_plugin_f64_to_bf16(v);
       break;
     default:
       ((int32_t*)p)[i] = accel_plugin_f64_to_i32_sat(v);

@@ -4,13 +4,22 @@
 // this file first: it is the whole contract with the core at a glance.
 // Device memory is host memory, streams are worker threads (stream.c),
 // events time with CLOCK_MONOTONIC (event.c), and the built-in ops are
-// plain loops (ops.c). Modules are left NULL, so the core reports custom
-// kernels as unsupported.
+// plain loops (ops.c), and modules are host shared objects whose kernels
+// follow the CPU kernel ABI (module.c).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "template.h"
+
+// The module format this device loads: ELF shared objects of the host.
+#if defined(__x86_64__)
+#define TEMPLATE_MODULE_TARGET "elf-x86_64"
+#elif defined(__aarch64__)
+#define TEMPLATE_MODULE_TARGET "elf-aarch64"
+#else
+#define TEMPLATE_MODULE_TARGET ""  // no custom kernels
+#endif
 
 // Number of devices, from ACCEL_TEMPLATE_DEVICES (1 to 8, default 1).
 static uint32_t template_configured_devices(const accel_host_t* host) {
@@ -77,13 +86,21 @@ static accel_status_t template_query_props(void* device_ptr,
   snprintf(props->arch, sizeof(props->arch), "host");
   props->total_memory = TEMPLATE_DEVICE_MEMORY;
   props->compute_units = 1;
-  props->max_threads_per_block = 1;
+  // A block is one call of a CPU-ABI kernel that loops over block_dim
+  // itself, so large blocks cost nothing.
+  props->max_threads_per_block = 1024;
   props->simd_width = 1;
   props->caps = ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 |
                 ACCEL_DEVICE_CAP_EVENT_TIMING;
+  if (TEMPLATE_MODULE_TARGET[0] != '\0') props->caps |= ACCEL_DEVICE_CAP_KERNELS;
   snprintf(props->driver_version, sizeof(props->driver_version),
            TEMPLATE_VERSION);
-  // module_target (ABI 1.1) stays empty: this device loads no modules.
+  // Host shared objects of this machine's architecture (ABI 1.1).
+  if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t,
+                             module_target)) {
+    snprintf(props->module_target, sizeof(props->module_target), "%s",
+             TEMPLATE_MODULE_TARGET);
+  }
   return ACCEL_OK;
 }
 
@@ -117,9 +134,13 @@ static const accel_device_ops_t template_device_ops = {
     .event_synchronize = template_event_synchronize,
     .event_query = template_event_query,
     .event_elapsed_ms = template_event_elapsed_ms,
-    // host_alloc, copy_peer, can_access_peer and the four module entries
-    // are optional and left NULL: the core uses ordinary host memory,
-    // stages peer copies through the host and reports no kernels.
+    // host_alloc, copy_peer and can_access_peer are optional and left
+    // NULL: the core uses ordinary host memory and stages peer copies
+    // through the host.
+    .module_load = template_module_load,
+    .module_unload = template_module_unload,
+    .module_function = template_module_function,
+    .launch = template_launch,
     .op_fill = template_op_fill,
     .op_cast = template_op_cast,
     .op_scale = template_op_scale,

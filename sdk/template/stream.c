@@ -41,6 +41,12 @@ template_task_t* template_task_create(template_task_fn_t run) {
   return task;
 }
 
+void template_task_free(template_task_t* task) {
+  if (task == NULL) return;
+  free(task->owned);
+  free(task);
+}
+
 static bool template_is_event_task(const template_task_t* task) {
   return task->run == template_event_complete_task ||
          task->run == template_event_wait_task;
@@ -52,7 +58,7 @@ accel_status_t template_submit(const accel_host_t* host, void* stream_ptr,
   if (stream == NULL) {
     char message[TEMPLATE_MESSAGE_SIZE] = "";
     accel_status_t status = task->run(task, message, sizeof(message));
-    free(task);
+    template_task_free(task);
     return status == ACCEL_OK ? ACCEL_OK
                               : host->fail(host, status, "%s", message);
   }
@@ -95,7 +101,7 @@ static void* template_stream_worker(void* arg) {
       message[0] = '\0';
       status = task->run(task, message, sizeof(message));
     }
-    free(task);
+    template_task_free(task);
 
     pthread_mutex_lock(&stream->mutex);
     if (status != ACCEL_OK && stream->error == ACCEL_OK) {

@@ -12,6 +12,7 @@
 //   template_stream_t  stream.c  in-order queue drained by one worker thread
 //   template_event_t   event.c   markers recorded into streams, timing
 //   built-in ops       ops.c     fill, cast, scale, axpy, add, mul, sum, gemm
+//   modules, kernels   module.c  host shared objects, CPU kernel ABI
 //
 // Nothing here is exported: the only public symbol of the plugin is
 // accel_plugin_entry (plugin.c). Locking: each stream and each event has
@@ -86,10 +87,13 @@ struct template_task {
   template_event_t* event;  // RECORD and WAIT tasks hold a reference
   uint64_t gen;
   accel_plugin_gemm_t gemm;
+  void* owned;  // heap block freed with the task (a launch's arguments)
 };
 
 // Allocates a zeroed task running `run`; NULL when out of host memory.
 template_task_t* template_task_create(template_task_fn_t run);
+// Frees a task and the block it owns.
+void template_task_free(template_task_t* task);
 
 // Runs `task` now (stream NULL) or appends it to `stream`, and takes
 // ownership of it. Returns the task's own status when run now, ACCEL_OK
@@ -151,35 +155,27 @@ accel_status_t template_memset(void* device, void* stream, void* dst,
 // Built-in ops (ops.c)
 // ---------------------------------------------------------------------------
 
-accel_status_t template_op_fill(void* device, void* stream, void* dst,
-                                uint64_t dst_offset, uint32_t dtype,
-                                uint64_t count, double value);
-accel_status_t template_op_cast(void* device, void* stream, void* dst,
-                                uint64_t dst_offset, uint32_t dst_dtype,
-                                const void* src, uint64_t src_offset,
-                                uint32_t src_dtype, uint64_t count);
-accel_status_t template_op_scale(void* device, void* stream, void* x,
-                                 uint64_t x_offset, uint32_t dtype,
-                                 uint64_t count, double alpha);
-accel_status_t template_op_axpy(void* device, void* stream, void* y,
-                                uint64_t y_offset, const void* x,
-                                uint64_t x_offset, uint32_t dtype,
-                                uint64_t count, double alpha);
-accel_status_t template_op_add(void* device, void* stream, void* z,
-                               uint64_t z_offset, const void* x,
-                               uint64_t x_offset, const void* y,
-                               uint64_t y_offset, uint32_t dtype,
-                               uint64_t count);
-accel_status_t template_op_mul(void* device, void* stream, void* z,
-                               uint64_t z_offset, const void* x,
-                               uint64_t x_offset, const void* y,
-                               uint64_t y_offset, uint32_t dtype,
-                               uint64_t count);
-accel_status_t template_op_sum(void* device, void* stream, void* out,
-                               uint64_t out_offset, const void* x,
-                               uint64_t x_offset, uint32_t dtype,
-                               uint64_t count);
-accel_status_t template_op_gemm(void* device, void* stream,
-                                const accel_plugin_gemm_t* gemm);
+// Declared with the SDK's op function types (<accel/plugin.h>), so the
+// prototypes cannot drift from the table's.
+accel_plugin_op_fill_fn template_op_fill;
+accel_plugin_op_cast_fn template_op_cast;
+accel_plugin_op_scale_fn template_op_scale;
+accel_plugin_op_axpy_fn template_op_axpy;
+accel_plugin_op_binary_fn template_op_add;
+accel_plugin_op_binary_fn template_op_mul;
+accel_plugin_op_sum_fn template_op_sum;
+accel_plugin_op_gemm_fn template_op_gemm;
+
+// ---------------------------------------------------------------------------
+// Custom kernels (module.c): host shared objects with CPU-ABI kernels.
+// ---------------------------------------------------------------------------
+
+accel_status_t template_module_load(void* device, const void* image,
+                                    size_t size, void** out_module);
+void template_module_unload(void* module);
+accel_status_t template_module_function(void* module, const char* name,
+                                        void** out_function);
+accel_status_t template_launch(void* function, void* stream,
+                               const accel_plugin_launch_t* launch);
 
 #endif  // ACCEL_SDK_TEMPLATE_TEMPLATE_H_

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
-// accel-conform's test kernel for the CPU backend (see conform_kernel.c):
-// adds 1 to data[i] for every global index i < n.
-// args: int32_t* data, uint32_t n
+// accel-conform's test kernels for host targets (the CPU backend, and the
+// template plugin, which loads the same CPU-ABI modules). What each kernel
+// computes is specified in README.md in this directory; conform_kernel.c
+// and conform_launch.c check it.
 #include <accel/cpu_kernel.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
 
+// args: int32_t* data, uint32_t n
 ACCEL_CPU_KERNEL(accel_conform_add_one) {
   int32_t* data = *(int32_t* const*)args[0];
   uint32_t n = *(const uint32_t*)args[1];
@@ -12,5 +17,103 @@ ACCEL_CPU_KERNEL(accel_conform_add_one) {
   for (uint32_t t = 0; t < ctx->block_dim[0]; t++) {
     uint32_t i = base + t;
     if (i < n) data[i] += 1;
+  }
+}
+
+// args: int32_t* out, uint32_t nx, uint32_t ny, uint32_t nz
+// out[(z * ny + y) * nx + x] = x + (y << 10) + (z << 20) for every global
+// thread (x, y, z) inside nx * ny * nz.
+ACCEL_CPU_KERNEL(accel_conform_index) {
+  int32_t* out = *(int32_t* const*)args[0];
+  uint32_t nx = *(const uint32_t*)args[1];
+  uint32_t ny = *(const uint32_t*)args[2];
+  uint32_t nz = *(const uint32_t*)args[3];
+  for (uint32_t tz = 0; tz < ctx->block_dim[2]; tz++) {
+    uint32_t z = ctx->block_idx[2] * ctx->block_dim[2] + tz;
+    for (uint32_t ty = 0; ty < ctx->block_dim[1]; ty++) {
+      uint32_t y = ctx->block_idx[1] * ctx->block_dim[1] + ty;
+      for (uint32_t tx = 0; tx < ctx->block_dim[0]; tx++) {
+        uint32_t x = ctx->block_idx[0] * ctx->block_dim[0] + tx;
+        if (x < nx && y < ny && z < nz) {
+          out[((size_t)z * ny + y) * nx + x] =
+              (int32_t)(x + (y << 10) + (z << 20));
+        }
+      }
+    }
+  }
+}
+
+// Value arguments of 1, 2, 4, 8, 16 and 24 bytes.
+typedef struct conform_pair {
+  uint64_t lo, hi;
+} conform_pair_t;
+typedef struct conform_triple {
+  uint64_t a, b, c;
+} conform_triple_t;
+
+// args: uint64_t* out, uint8_t a, uint16_t b, uint32_t c, uint64_t d,
+//       conform_pair_t e, conform_triple_t f
+// out[0..8] = a, b, c, d, e.lo, e.hi, f.a, f.b, f.c (block 0 only).
+ACCEL_CPU_KERNEL(accel_conform_args) {
+  if (ctx->block_idx[0] != 0) return;
+  uint64_t* out = *(uint64_t* const*)args[0];
+  conform_pair_t e;
+  conform_triple_t f;
+  memcpy(&e, args[5], sizeof(e));
+  memcpy(&f, args[6], sizeof(f));
+  out[0] = *(const uint8_t*)args[1];
+  out[1] = *(const uint16_t*)args[2];
+  out[2] = *(const uint32_t*)args[3];
+  out[3] = *(const uint64_t*)args[4];
+  out[4] = e.lo;
+  out[5] = e.hi;
+  out[6] = f.a;
+  out[7] = f.b;
+  out[8] = f.c;
+}
+
+// args: int32_t* out, uint32_t n (dynamic shared memory: n int32)
+// Each block writes b * 1000 + t into shared[t] for t < n, then
+// out[b * n + t] = shared[n - 1 - t]; -1 everywhere if it got no shared
+// memory.
+ACCEL_CPU_KERNEL(accel_conform_shared) {
+  int32_t* out = *(int32_t* const*)args[0];
+  uint32_t n = *(const uint32_t*)args[1];
+  uint32_t b = ctx->block_idx[0];
+  int32_t* shared = ctx->shared_mem;
+  if (shared == NULL || ctx->shared_mem_bytes < n * sizeof(int32_t)) {
+    for (uint32_t t = 0; t < n; t++) out[(size_t)b * n + t] = -1;
+    return;
+  }
+  for (uint32_t t = 0; t < n; t++) shared[t] = (int32_t)(b * 1000 + t);
+  for (uint32_t t = 0; t < n; t++) out[(size_t)b * n + t] = shared[n - 1 - t];
+}
+
+// args: uint32_t ms. Block 0 busy-waits `ms` milliseconds of host time.
+ACCEL_CPU_KERNEL(accel_conform_spin) {
+  if (ctx->block_idx[0] != 0) return;
+  uint32_t ms = *(const uint32_t*)args[0];
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do {
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((now.tv_sec - start.tv_sec) * 1000.0 +
+               (now.tv_nsec - start.tv_nsec) / 1e6 <
+           ms);
+}
+
+// args: int32_t* flag. Fails the launch through ctx->fail (ACCEL_ERROR_
+// BACKEND, 9) and sets *flag to 1; sets it to 2 when the plugin's kernel
+// context has no fail entry (a plugin built before it was appended).
+ACCEL_CPU_KERNEL(accel_conform_fail) {
+  int32_t* flag = *(int32_t* const*)args[0];
+  if (ctx->block_idx[0] != 0) return;
+  if (ctx->struct_size >= offsetof(accel_cpu_kernel_ctx_t, fail_state) +
+                             sizeof(void*) &&
+      ctx->fail != NULL) {
+    *flag = 1;
+    ctx->fail(ctx, 9, "accel_conform_fail was asked to fail");
+  } else {
+    *flag = 2;
   }
 }

@@ -72,6 +72,20 @@ typedef struct accel_cpu_kernel_ctx {
   // Blocks running at the same time in one launch have different values,
   // so it can index per-thread partial results.
   uint32_t worker;
+  // -- appended: kernel failures --
+  // Makes the launch fail, as a fault does on a GPU: the stream reports
+  // `status` (a non-zero accel_status_t, e.g. 9 for ACCEL_ERROR_BACKEND)
+  // with `message` as its sticky error at the next synchronize or query,
+  // and work queued after the launch is skipped. The block should return
+  // soon after; other blocks may still run. Thread-safe; the first
+  // failure of a launch wins. A plugin that predates this field passes a
+  // smaller struct_size: check
+  //   ctx->struct_size >= offsetof(accel_cpu_kernel_ctx_t, fail_state) +
+  //                       sizeof(void*) && ctx->fail != NULL
+  // before calling it.
+  void (*fail)(const struct accel_cpu_kernel_ctx* ctx, int32_t status,
+               const char* message);
+  void* fail_state;  // the plugin's, for `fail`; opaque to kernels
 } accel_cpu_kernel_ctx_t;
 
 // Signature of a CPU kernel. `args[i]` points to the value of the i-th

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+//
+// Resources. Some checks drive the plugin directly, through its own entry
+// point with a host table of the suite's (dlopen, as an older or foreign
+// core would), to reach what the core's checks and caching allocator hide:
+// - the plugin's own out-of-memory path (an allocation above total memory,
+//   which the core would refuse itself) and free memory that goes down
+//   after an allocation and back after the free;
+// - repeated load / use / unload cycles that leave no threads, file
+//   descriptors or heap behind.
+// Through the public API: pinned-memory asynchronous copies, and GEMMs
+// with the core's workspace on two streams at once, verified, with every
+// workspace byte returned.
+#define _GNU_SOURCE  // mallinfo2
+#include <accel/plugin.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "conform.h"
+
+static _Thread_local char conform_host_message[512];
+
+static accel_status_t conform_host_fail(const accel_host_t* host,
+                                        accel_status_t status,
+                                        const char* format, ...) {
+  (void)host;
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(conform_host_message, sizeof(conform_host_message), format, ap);
+  va_end(ap);
+  return status;
+}
+
+static void conform_host_log(const accel_host_t* host, accel_log_level_t level,
+                             const char* format, ...) {
+  (void)host, (void)level, (void)format;
+}
+
+static const char* conform_host_getenv(const accel_host_t* host,
+                                       const char* name) {
+  (void)host;
+  return getenv(name);
+}
+
+static const accel_host_t conform_host = {
+    .struct_size = sizeof(accel_host_t),
+    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
+    .fail = conform_host_fail,
+    .log = conform_host_log,
+    .getenv = conform_host_getenv,
+    .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
+};
+
+// The plugin under test, loaded a second time through its entry.
+typedef struct conform_direct {
+  void* handle;
+  const accel_plugin_t* desc;
+  const accel_device_ops_t* ops;
+  void* plugin;
+  void* device;
+} conform_direct_t;
+
+static void conform_direct_close(conform_direct_t* d) {
+  if (d->device != NULL) d->desc->device_close(d->device);
+  if (d->plugin != NULL) d->desc->unload(d->plugin);
+  if (d->handle != NULL) dlclose(d->handle);
+  memset(d, 0, sizeof(*d));
+}
+
+// Opens the device under test through the plugin's own table. FAIL with
+// the detail written, or PASS.
+static conform_result_t conform_direct_open(conform_ctx_t* ctx,
+                                            conform_direct_t* d) {
+  memset(d, 0, sizeof(*d));
+  d->handle = dlopen(ctx->plugin_path, RTLD_NOW | RTLD_LOCAL);
+  void* sym = d->handle ? dlsym(d->handle, ACCEL_PLUGIN_ENTRY_NAME) : NULL;
+  if (sym == NULL) {
+    conform_direct_close(d);
+    return conform_report(ctx, CONFORM_FAIL, "dlopen %s: %s", ctx->plugin_path,
+                          dlerror());
+  }
+  accel_plugin_entry_fn_t entry;
+  memcpy(&entry, &sym, sizeof(entry));
+  d->desc = entry(ACCEL_PLUGIN_ABI_VERSION);
+  if (d->desc == NULL) {
+    conform_direct_close(d);
+    return conform_report(ctx, CONFORM_FAIL, "entry returned NULL");
+  }
+  d->ops = d->desc->device_ops;
+  uint32_t count = 0;
+  accel_status_t status = d->desc->load(&conform_host, &d->plugin);
+  if (status == ACCEL_OK) status = d->desc->device_count(d->plugin, &count);
+  if (status == ACCEL_OK && count <= accel_device_index(ctx->device)) {
+    status = ACCEL_ERROR_NOT_FOUND;
+  }
+  if (status == ACCEL_OK) {
+    status = d->desc->device_open(d->plugin, accel_device_index(ctx->device),
+                                  &d->device);
+  }
+  if (status != ACCEL_OK) {
+    conform_direct_close(d);
+    return conform_report(ctx, CONFORM_FAIL, "direct load: %s: %s",
+                          accel_status_string(status), conform_host_message);
+  }
+  return CONFORM_PASS;
+}
+
+static conform_result_t conform_resource_memory(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  conform_result_t result = CONFORM_PASS;
+  uint64_t free0 = 0, total = 0, free1 = 0, free2 = 0;
+  void* mem = NULL;
+  accel_status_t status = d.ops->mem_info(d.device, &free0, &total);
+  if (status != ACCEL_OK) {
+    result = conform_report(ctx, CONFORM_FAIL, "mem_info: %s: %s",
+                            accel_status_string(status), conform_host_message);
+    goto done;
+  }
+  // Above total memory: the core would refuse it; the plugin must too.
+  size_t huge = (size_t)(total + total / 2);
+  status = d.ops->mem_alloc(d.device, huge, &mem);
+  if (status != ACCEL_ERROR_OUT_OF_DEVICE_MEMORY) {
+    if (status == ACCEL_OK) d.ops->mem_free(d.device, mem);
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "mem_alloc of %zu bytes (total %llu) gave %s, "
+                            "expected ACCEL_ERROR_OUT_OF_DEVICE_MEMORY",
+                            huge, (unsigned long long)total,
+                            accel_status_string(status));
+    goto done;
+  }
+  size_t size = (size_t)(free0 / 4 < (256u << 20) ? free0 / 4 : (256u << 20));
+  unsigned char* host = conform_alloc(ctx, size);
+  status = host ? d.ops->mem_alloc(d.device, size, &mem) : ACCEL_ERROR_OUT_OF_MEMORY;
+  if (status == ACCEL_OK) {
+    memset(host, 0x5a, size);  // touch it, for host-memory devices
+    status = d.ops->copy_h2d(d.device, NULL, mem, 0, host, size);
+  }
+  if (status == ACCEL_OK) status = d.ops->mem_info(d.device, &free1, &total);
+  if (status != ACCEL_OK) {
+    if (mem != NULL) d.ops->mem_free(d.device, mem);
+    result = conform_report(ctx, CONFORM_FAIL, "%zu bytes: %s: %s", size,
+                            accel_status_string(status), conform_host_message);
+    goto done;
+  }
+  d.ops->mem_free(d.device, mem);
+  d.ops->mem_info(d.device, &free2, &total);
+  if (!(free1 + size / 2 <= free0) || !(free2 >= free1 + size / 2)) {
+    // A CPU device's free memory is usually the host's available memory,
+    // which other processes move by more than this allocation.
+    bool host = ctx->info.type == ACCEL_DEVICE_TYPE_CPU;
+    result = conform_report(ctx, host ? CONFORM_SKIP : CONFORM_FAIL,
+                            "%s"
+                            "free memory %llu, %llu after allocating %zu "
+                            "bytes, %llu after freeing them: must drop and "
+                            "come back",
+                            host ? "host memory moved by others (for the CPU "
+                                   "plugin set ACCEL_CPU_MEMORY_LIMIT): "
+                                 : "",
+                            (unsigned long long)free0,
+                            (unsigned long long)free1, size,
+                            (unsigned long long)free2);
+    goto done;
+  }
+  result = conform_report(ctx, CONFORM_PASS,
+                          "OOM above total; free %llu -> %llu -> %llu",
+                          (unsigned long long)free0, (unsigned long long)free1,
+                          (unsigned long long)free2);
+done:
+  conform_direct_close(&d);
+  return result;
+}
+
+// Entries in a /proc/self directory (threads, file descriptors).
+static int conform_count_entries(const char* path) {
+  DIR* dir = opendir(path);
+  if (dir == NULL) return -1;
+  int n = 0;
+  struct dirent* entry;
+  while ((entry = readdir(dir)) != NULL) n += entry->d_name[0] != '.';
+  closedir(dir);
+  return n - 1 * (strcmp(path, "/proc/self/fd") == 0);  // opendir's own fd
+}
+
+// One cycle: load, open, a stream with a copy, close, unload.
+static conform_result_t conform_cycle(conform_ctx_t* ctx) {
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  void* stream = NULL;
+  void* mem = NULL;
+  unsigned char in[4096], out[4096];
+  memset(in, 0x3c, sizeof(in));
+  accel_status_t status = d.ops->stream_create(d.device, 0, &stream);
+  if (status == ACCEL_OK) status = d.ops->mem_alloc(d.device, sizeof(in), &mem);
+  if (status == ACCEL_OK) {
+    status = d.ops->copy_h2d(d.device, stream, mem, 0, in, sizeof(in));
+  }
+  if (status == ACCEL_OK) {
+    status = d.ops->copy_d2h(d.device, stream, out, mem, 0, sizeof(out));
+  }
+  if (status == ACCEL_OK) status = d.ops->stream_synchronize(stream);
+  if (stream != NULL) d.ops->stream_destroy(stream);
+  if (mem != NULL) d.ops->mem_free(d.device, mem);
+  conform_direct_close(&d);
+  if (status != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL, "cycle: %s: %s",
+                          accel_status_string(status), conform_host_message);
+  }
+  if (memcmp(in, out, sizeof(in)) != 0) {
+    return conform_report(ctx, CONFORM_FAIL, "cycle: copy gave wrong data");
+  }
+  return CONFORM_PASS;
+}
+
+static size_t conform_heap_in_use(void) {
+#if defined(__GLIBC__)
+  return mallinfo2().uordblks;
+#else
+  return 0;
+#endif
+}
+
+static conform_result_t conform_resource_cycles(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  if (conform_cycle(ctx) != CONFORM_PASS) return CONFORM_FAIL;  // warm-up
+  int threads0 = conform_count_entries("/proc/self/task");
+  int fds0 = conform_count_entries("/proc/self/fd");
+  size_t heap0 = conform_heap_in_use();
+  enum { CYCLES = 5 };
+  for (int i = 0; i < CYCLES; i++) {
+    if (conform_cycle(ctx) != CONFORM_PASS) return CONFORM_FAIL;
+  }
+  // Threads may take a moment to be reaped after their join.
+  int threads = conform_count_entries("/proc/self/task");
+  for (int i = 0; i < 100 && threads > threads0; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    threads = conform_count_entries("/proc/self/task");
+  }
+  int fds = conform_count_entries("/proc/self/fd");
+  size_t heap = conform_heap_in_use();
+  if (threads > threads0 || fds > fds0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "after %d load/use/unload cycles: %d threads (was "
+                          "%d), %d fds (was %d)",
+                          CYCLES, threads, threads0, fds, fds0);
+  }
+  if (heap > heap0 + 64 * 1024) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "heap in use grew by %zu bytes over %d cycles",
+                          heap - heap0, CYCLES);
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%d cycles: threads %d, fds %d, heap +%zd bytes",
+                        CYCLES, threads, fds, (ssize_t)(heap - heap0));
+}
+
+static conform_result_t conform_resource_pinned(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  const size_t size = 4u << 20;
+  unsigned char *in = NULL, *out = NULL;
+  accel_status_t status = accel_host_alloc(ctx->device, size, (void**)&in);
+  if (status == ACCEL_OK) {
+    status = accel_host_alloc(ctx->device, size, (void**)&out);
+  }
+  if (status != ACCEL_OK) {
+    if (in != NULL) accel_host_free(ctx->device, in);
+    return conform_fail_status(ctx, status, "accel_host_alloc");
+  }
+  uint64_t rng = ctx->seed + 77;
+  conform_rand_bytes(&rng, in, size);
+  memset(out, 0, size);
+  accel_stream_t* s = NULL;
+  accel_buffer_t* b = NULL;
+  status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, size, &b);
+  if (status == ACCEL_OK) status = accel_stream_write_buffer(s, b, 0, in, size);
+  if (status == ACCEL_OK) status = accel_stream_read_buffer(s, b, 0, out, size);
+  if (status == ACCEL_OK) status = conform_stream_wait(ctx, s);
+  bool same = status == ACCEL_OK && memcmp(in, out, size) == 0;
+  if (!ctx->hung) {
+    accel_host_free(ctx->device, in);
+    accel_host_free(ctx->device, out);
+  }
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "copies");
+  if (!same) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "pinned write then read on a stream differ");
+  }
+  return conform_report(ctx, CONFORM_PASS, "%zu bytes each way%s", size,
+                        (ctx->info.caps & ACCEL_DEVICE_CAP_PINNED_MEMORY)
+                            ? ", pinned"
+                            : " (ordinary host memory)");
+}
+
+static conform_result_t conform_resource_gemm(conform_ctx_t* ctx,
+                                              const void* arg) {
+  (void)arg;
+  enum { M = 48, N = 40, K = 56, STREAMS = 2 };
+  float a[M * K], b[K * N], want[M * N], got[M * N];
+  uint64_t rng = ctx->seed + 91;
+  for (int i = 0; i < M * K; i++) a[i] = (float)conform_rand_range(&rng, -1, 1);
+  for (int i = 0; i < K * N; i++) b[i] = (float)conform_rand_range(&rng, -1, 1);
+  for (int i = 0; i < M; i++) {
+    for (int j = 0; j < N; j++) {
+      double acc = 0;
+      for (int p = 0; p < K; p++) acc += (double)a[i * K + p] * b[p * N + j];
+      want[i * N + j] = (float)acc;
+    }
+  }
+  accel_memory_stats_t before = {.struct_size = sizeof(before)};
+  accel_memory_stats_t after = {.struct_size = sizeof(after)};
+  accel_buffer_t *ba = NULL, *bb = NULL, *bc[STREAMS] = {NULL};
+  accel_stream_t* s[STREAMS] = {NULL};
+  accel_status_t status = conform_buffer(ctx, ctx->device, sizeof(a), &ba);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, sizeof(b), &bb);
+  if (status == ACCEL_OK) status = accel_buffer_write(ba, 0, a, sizeof(a));
+  if (status == ACCEL_OK) status = accel_buffer_write(bb, 0, b, sizeof(b));
+  for (int i = 0; status == ACCEL_OK && i < STREAMS; i++) {
+    status = conform_stream(ctx, ctx->device, &s[i]);
+    if (status == ACCEL_OK) {
+      status = conform_buffer(ctx, ctx->device, sizeof(got), &bc[i]);
+    }
+  }
+  if (status == ACCEL_OK) {
+    status = accel_device_query_memory_stats(ctx->device, &before);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  for (int round = 0; round < 4 && status == ACCEL_OK; round++) {
+    for (int i = 0; i < STREAMS && status == ACCEL_OK; i++) {
+      accel_gemm_t g;
+      accel_gemm_init(&g);
+      g.m = M, g.n = N, g.k = K;
+      g.a = ba, g.b = bb, g.c = bc[i];
+      status = accel_op_gemm(s[i], &g);
+    }
+  }
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_gemm: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_gemm");
+  for (int i = 0; i < STREAMS; i++) {
+    status = conform_stream_wait(ctx, s[i]);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "gemm");
+    status = accel_buffer_read(bc[i], 0, got, sizeof(got));
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
+    for (int j = 0; j < M * N; j++) {
+      double err = got[j] - want[j];
+      if (!(err < 1e-3 && err > -1e-3)) {
+        return conform_report(ctx, CONFORM_FAIL,
+                              "stream %d: C[%d] is %.6g, expected %.6g", i, j,
+                              got[j], want[j]);
+      }
+    }
+  }
+  status = accel_device_query_memory_stats(ctx->device, &after);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "stats");
+  if (after.allocated_bytes != before.allocated_bytes) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "live bytes %llu before the GEMMs, %llu after: the "
+                          "workspace was not returned",
+                          (unsigned long long)before.allocated_bytes,
+                          (unsigned long long)after.allocated_bytes);
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%d GEMMs on %d streams; live bytes unchanged",
+                        4 * STREAMS, STREAMS);
+}
+
+static const conform_check_t conform_resources[] = {
+    {"resource.memory_direct", conform_resource_memory, NULL},
+    {"resource.pinned_async", conform_resource_pinned, NULL},
+    {"resource.gemm_workspace", conform_resource_gemm, NULL},
+    {"resource.load_cycles", conform_resource_cycles, NULL},
+};
+
+const conform_check_t* conform_resource_checks(size_t* out_count) {
+  *out_count = sizeof(conform_resources) / sizeof(conform_resources[0]);
+  return conform_resources;
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+//
+// Rounding on exact ties: fill and i32 casts must round ONCE, from the
+// double (or integer) value, to nearest even. The fill values are built to
+// sit just off the midpoint of two f16 (bf16) neighbours, so close that
+// rounding them to f32 first lands exactly on the midpoint and a second
+// rounding then goes the wrong way (to even). The i32 values include ties
+// of the target format and integers above 2^24, where i32 -> f32 -> bf16
+// rounds twice. Results are compared bit for bit with the SDK's
+// conversions (<accel/plugin_dtype.h>).
+#include <accel/plugin_dtype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+enum { CONFORM_TIES = 48 };
+
+// Values just above and below the midpoints after the f16 (bf16) pattern
+// of each base, with both signs. Returns how many it wrote.
+static size_t conform_tie_values(bool bf16, double* out) {
+  static const uint16_t f16_bases[] = {0x3c00, 0x3c01, 0x4000, 0x5640, 0x0001,
+                                       0x0200, 0x7bfe, 0x1234};
+  static const uint16_t bf16_bases[] = {0x3f80, 0x3f81, 0x4000, 0x4b40,
+                                        0x0080, 0x7f7e, 0x2345, 0x3a01};
+  const uint16_t* bases = bf16 ? bf16_bases : f16_bases;
+  size_t n = 0;
+  for (size_t i = 0; i < 8; i++) {
+    double lo = bf16 ? accel_plugin_bf16_to_f32(bases[i])
+                     : accel_plugin_f16_to_f32(bases[i]);
+    double hi = bf16 ? accel_plugin_bf16_to_f32((uint16_t)(bases[i] + 1))
+                     : accel_plugin_f16_to_f32((uint16_t)(bases[i] + 1));
+    double mid = (lo + hi) / 2;          // exact in double
+    double delta = (hi - lo) * 0x1p-30;  // lost when rounding to f32
+    const double v[3] = {mid + delta, mid - delta, mid};
+    for (int k = 0; k < 3; k++) {
+      out[n++] = v[k];
+      out[n++] = -v[k];
+    }
+  }
+  return n;
+}
+
+// Reads `count` 16-bit results and compares with `want`.
+static bool conform_round_compare(conform_ctx_t* ctx, accel_buffer_t* buffer,
+                                  const uint16_t* want, const double* inputs,
+                                  const int32_t* ints, size_t count,
+                                  const char* what) {
+  uint16_t got[CONFORM_TIES];
+  accel_status_t status = accel_buffer_read(buffer, 0, got, count * 2);
+  if (status != ACCEL_OK) {
+    conform_fail_status(ctx, status, "read");
+    return false;
+  }
+  for (size_t i = 0; i < count; i++) {
+    if (got[i] != want[i]) {
+      if (inputs != NULL) {
+        conform_report(ctx, CONFORM_FAIL,
+                       "%s of %.17g gave 0x%04x, expected 0x%04x (rounded "
+                       "once, to nearest even)",
+                       what, inputs[i], got[i], want[i]);
+      } else {
+        conform_report(ctx, CONFORM_FAIL,
+                       "%s of %d gave 0x%04x, expected 0x%04x (rounded "
+                       "once, to nearest even)",
+                       what, ints[i], got[i], want[i]);
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+static conform_result_t conform_round_fill(conform_ctx_t* ctx,
+                                           const void* arg) {
+  bool bf16 = arg != NULL;
+  accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
+  accel_device_caps_t cap = bf16 ? ACCEL_DEVICE_CAP_BF16 : ACCEL_DEVICE_CAP_F16;
+  if ((ctx->info.caps & cap) == 0) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no %s",
+                          bf16 ? "bf16" : "f16");
+  }
+  double values[CONFORM_TIES];
+  uint16_t want[CONFORM_TIES];
+  size_t n = conform_tie_values(bf16, values);
+  size_t sensitive = 0;
+  for (size_t i = 0; i < n; i++) {
+    want[i] = bf16 ? accel_plugin_f64_to_bf16(values[i])
+                   : accel_plugin_f64_to_f16(values[i]);
+    uint16_t twice = bf16 ? accel_plugin_f32_to_bf16((float)values[i])
+                          : accel_plugin_f32_to_f16((float)values[i]);
+    sensitive += twice != want[i];
+  }
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buffer = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n * 2, &buffer);
+  for (size_t i = 0; status == ACCEL_OK && i < n; i++) {
+    status = accel_op_fill(stream, buffer, i * 2, dtype, 1, values[i]);
+  }
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_fill: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_fill");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_fill");
+  if (!conform_round_compare(ctx, buffer, want, values, NULL, n,
+                             bf16 ? "bf16 fill" : "f16 fill")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%zu values at ties, %zu of them wrong if rounded "
+                        "through f32",
+                        n, sensitive);
+}
+
+static conform_result_t conform_round_cast(conform_ctx_t* ctx,
+                                           const void* arg) {
+  bool bf16 = arg != NULL;
+  accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
+  accel_device_caps_t cap = bf16 ? ACCEL_DEVICE_CAP_BF16 : ACCEL_DEVICE_CAP_F16;
+  if ((ctx->info.caps & cap) == 0) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no %s",
+                          bf16 ? "bf16" : "f16");
+  }
+  // f16 ties between integers (2049 between 2048 and 2050, ...); bf16
+  // ties, and integers above 2^24 that f32 rounds onto a bf16 tie.
+  static const int32_t f16_ints[] = {2049,  2051,  -2049, 4098, 4102,  32785,
+                                     65519, 65520, -65520, 3,   1025,  1027};
+  static const int32_t bf16_ints[] = {
+      257,        259,         -257,       16777216 + 65537,
+      16777216 + 65535,        -(16777216 + 65537),
+      33554432 + 131073,       0x7fffffff, (int32_t)0x80000001,
+      16777216 + 196609,       513,        515};
+  const int32_t* ints = bf16 ? bf16_ints : f16_ints;
+  size_t n = 12;
+  uint16_t want[CONFORM_TIES];
+  for (size_t i = 0; i < n; i++) {
+    want[i] = bf16 ? accel_plugin_f64_to_bf16(ints[i])
+                   : accel_plugin_f64_to_f16(ints[i]);
+  }
+  accel_stream_t* stream = NULL;
+  accel_buffer_t *src = NULL, *dst = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n * 4, &src);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n * 2, &dst);
+  if (status == ACCEL_OK) status = accel_buffer_write(src, 0, ints, n * 4);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  status = accel_op_cast(stream, dst, 0, dtype, src, 0, ACCEL_DTYPE_I32, n);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_cast: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_cast");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_cast");
+  if (!conform_round_compare(ctx, dst, want, NULL, ints, n,
+                             bf16 ? "i32 -> bf16 cast" : "i32 -> f16 cast")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS, "%zu integers at ties", n);
+}
+
+static const int conform_bf16 = 1;
+
+static const conform_check_t conform_rounds[] = {
+    {"round.fill.f16", conform_round_fill, NULL},
+    {"round.fill.bf16", conform_round_fill, &conform_bf16},
+    {"round.cast_i32.f16", conform_round_cast, NULL},
+    {"round.cast_i32.bf16", conform_round_cast, &conform_bf16},
+};
+
+const conform_check_t* conform_round_checks(size_t* out_count) {
+  *out_count = sizeof(conform_rounds) / sizeof(conform_rounds[0]);
+  return conform_rounds;
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+//
+// Synchronisation under load: an event re-recorded on a busy stream
+// follows its latest record (query, synchronize and a waiting stream);
+// stream_query right after stream_synchronize and event_query right after
+// event_synchronize say "done" and earlier writes are visible; elapsed
+// time agrees with the host clock for work of known length; and a stream
+// waits for an event of another device directly where the plugin claims
+// peer access.
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+enum { CONFORM_SYNC_BYTES = 1 << 20 };
+
+// Heavy work on `stream`, then fresh data written into a new buffer
+// (returned in `*out`, the data in `in`).
+static accel_status_t conform_sync_work(conform_ctx_t* ctx,
+                                        accel_stream_t* stream,
+                                        unsigned char* in,
+                                        accel_buffer_t** out) {
+  uint64_t rng = ctx->seed + 41;
+  conform_rand_bytes(&rng, in, CONFORM_SYNC_BYTES);
+  accel_status_t status =
+      conform_buffer(ctx, accel_stream_device(stream), CONFORM_SYNC_BYTES, out);
+  if (status == ACCEL_OK) status = accel_buffer_fill(*out, 0, 0, CONFORM_SYNC_BYTES);
+  if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, 10);
+  if (status == ACCEL_OK) {
+    status = accel_stream_write_buffer(stream, *out, 0, in, CONFORM_SYNC_BYTES);
+  }
+  return status;
+}
+
+static conform_result_t conform_sync_rerecord(conform_ctx_t* ctx,
+                                              const void* arg) {
+  (void)arg;
+  accel_stream_t *s1 = NULL, *s2 = NULL, *s3 = NULL;
+  accel_event_t* e = NULL;
+  accel_buffer_t* b = NULL;
+  unsigned char* in = conform_alloc(ctx, CONFORM_SYNC_BYTES);
+  if (in == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  accel_status_t status = conform_stream(ctx, ctx->device, &s1);
+  if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &s2);
+  if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &s3);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &e);
+  // First record on an idle stream: complete almost at once.
+  if (status == ACCEL_OK) status = accel_event_record(e, s1);
+  if (status == ACCEL_OK) status = conform_event_sync(ctx, e);
+  if (status == ACCEL_OK) status = conform_sync_work(ctx, s2, in, &b);
+  if (status == ACCEL_OK) status = accel_event_record(e, s2);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  // A third stream waits for the latest record, then reads the buffer.
+  unsigned char* seen = conform_alloc(ctx, CONFORM_SYNC_BYTES);
+  if (seen == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  status = accel_stream_wait_event(s3, e);
+  if (status == ACCEL_OK) {
+    status = accel_stream_read_buffer(s3, b, 0, seen, CONFORM_SYNC_BYTES);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "wait");
+  status = conform_event_wait(ctx, e);  // polling query
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "query");
+  // Done by query: s2's write before the record must be visible now.
+  if (!conform_verify(ctx, b, in, CONFORM_SYNC_BYTES,
+                      "after event_query said done on the re-record")) {
+    return CONFORM_FAIL;
+  }
+  status = conform_stream_wait(ctx, s3);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "waiter");
+  if (memcmp(seen, in, CONFORM_SYNC_BYTES) != 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a stream waiting on the re-recorded event read "
+                          "the buffer before the busy stream wrote it");
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "query and waits follow the latest record");
+}
+
+static conform_result_t conform_sync_query_after(conform_ctx_t* ctx,
+                                                 const void* arg) {
+  bool event = arg != NULL;
+  accel_stream_t* s = NULL;
+  accel_event_t* e = NULL;
+  accel_buffer_t* b = NULL;
+  unsigned char* in = conform_alloc(ctx, CONFORM_SYNC_BYTES);
+  if (in == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK && event) {
+    status = conform_event(ctx, ctx->device, 0, &e);
+  }
+  if (status == ACCEL_OK) status = conform_sync_work(ctx, s, in, &b);
+  if (status == ACCEL_OK && event) status = accel_event_record(e, s);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  status = event ? conform_event_sync(ctx, e) : conform_stream_sync(ctx, s);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "synchronize");
+  bool done = false;
+  status = event ? accel_event_query(e, &done) : accel_stream_query(s, &done);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "query");
+  if (!done) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "%s_query right after %s_synchronize: not done",
+                          event ? "event" : "stream", event ? "event" : "stream");
+  }
+  if (!conform_verify(ctx, b, in, CONFORM_SYNC_BYTES,
+                      "data written before the synchronize")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS, "done, earlier writes visible");
+}
+
+// Elapsed time of `ms` of spinning (or heavy copies) against the host.
+static conform_result_t conform_sync_elapsed(conform_ctx_t* ctx,
+                                             const void* arg) {
+  (void)arg;
+  if ((ctx->info.caps & ACCEL_DEVICE_CAP_EVENT_TIMING) == 0) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no event_timing");
+  }
+  char path[1024] = "";
+  accel_kernel_t* spin = NULL;
+  if ((ctx->info.caps & ACCEL_DEVICE_CAP_KERNELS) != 0 &&
+      conform_kernel_get(ctx, "accel_conform_spin", &spin, path,
+                         sizeof(path)) != ACCEL_OK) {
+    spin = NULL;
+  }
+  accel_stream_t* s = NULL;
+  accel_event_t *e0 = NULL, *e1 = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &e0);
+  }
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &e1);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  const uint32_t ms = 60;
+  double t0 = conform_now();
+  status = accel_event_record(e0, s);
+  if (status == ACCEL_OK && spin != NULL) {
+    accel_launch_config_t config;
+    accel_launch_config_init(&config);
+    accel_kernel_arg_t a = {
+        .kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(ms), .value = &ms};
+    status = accel_kernel_launch(spin, s, &config, 1, &a);
+  } else if (status == ACCEL_OK) {
+    status = conform_heavy_work(ctx, s, 16);
+  }
+  if (status == ACCEL_OK) status = accel_event_record(e1, s);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+  status = conform_event_sync(ctx, e1);
+  double host_ms = (conform_now() - t0) * 1e3;
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "end event");
+  float elapsed = -1;
+  status = accel_event_elapsed_ms(e0, e1, &elapsed);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "elapsed");
+  // Never longer than the host saw (plus clock granularity); at least the
+  // spin, or a fifth of the host time for copies (the enqueue overhead is
+  // small next to 16 rounds of 8 MiB).
+  double low = spin != NULL ? ms * 0.95 : host_ms * 0.2;
+  if (!(elapsed <= host_ms + 2.0) || !(elapsed >= low)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "elapsed %.3f ms for %s; host saw %.3f ms; need "
+                          "%.3f <= elapsed <= host + 2",
+                          elapsed, spin ? "a 60 ms spin kernel" : "copies",
+                          host_ms, low);
+  }
+  return conform_report(ctx, CONFORM_PASS, "%.3f ms of %s, host %.3f ms",
+                        elapsed, spin ? "spin" : "copies", host_ms);
+}
+
+static conform_result_t conform_sync_peer_wait(conform_ctx_t* ctx,
+                                               const void* arg) {
+  (void)arg;
+  bool can = false;
+  if (ctx->peer == NULL) {
+    return conform_report(ctx, CONFORM_SKIP, "needs a second device");
+  }
+  accel_status_t status = accel_device_can_access_peer(ctx->device, ctx->peer,
+                                                       &can);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "can_access");
+  if (!can) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no peer access claimed");
+  }
+  accel_stream_t *ps = NULL, *s = NULL;
+  accel_event_t* e = NULL;
+  accel_buffer_t *pb = NULL, *b = NULL;
+  unsigned char* in = conform_alloc(ctx, CONFORM_SYNC_BYTES);
+  unsigned char* seen = conform_alloc(ctx, CONFORM_SYNC_BYTES);
+  if (in == NULL || seen == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "host memory");
+  }
+  status = conform_stream(ctx, ctx->peer, &ps);
+  if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->peer, 0, &e);
+  if (status == ACCEL_OK) {
+    status = conform_buffer(ctx, ctx->device, CONFORM_SYNC_BYTES, &b);
+  }
+  if (status == ACCEL_OK) status = conform_sync_work(ctx, ps, in, &pb);
+  if (status == ACCEL_OK) status = accel_event_record(e, ps);
+  if (status == ACCEL_OK) status = accel_stream_wait_event(s, e);
+  if (status == ACCEL_OK) {
+    status = accel_stream_copy_buffer(s, b, 0, pb, 0, CONFORM_SYNC_BYTES);
+  }
+  if (status == ACCEL_OK) {
+    status = accel_stream_read_buffer(s, b, 0, seen, CONFORM_SYNC_BYTES);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+  status = conform_stream_wait(ctx, s);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+  if (memcmp(seen, in, CONFORM_SYNC_BYTES) != 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the peer copy after stream_wait_event on the "
+                          "other device's event read stale data");
+  }
+  return conform_report(ctx, CONFORM_PASS, "%s waited for %s",
+                        accel_device_uri(ctx->device),
+                        accel_device_uri(ctx->peer));
+}
+
+static const int conform_on_event = 1;
+
+static const conform_check_t conform_syncs[] = {
+    {"sync.rerecord_busy", conform_sync_rerecord, NULL},
+    {"sync.stream_query_after_sync", conform_sync_query_after, NULL},
+    {"sync.event_query_after_sync", conform_sync_query_after,
+     &conform_on_event},
+    {"sync.elapsed_vs_host", conform_sync_elapsed, NULL},
+    {"sync.peer_wait_event", conform_sync_peer_wait, NULL},
+};
+
+const conform_check_t* conform_sync_checks(size_t* out_count) {
+  *out_count = sizeof(conform_syncs) / sizeof(conform_syncs[0]);
+  return conform_syncs;
+}
