@@ -40,7 +40,7 @@
 
 // Version string of the plugin; the build passes the project version.
 #ifndef ACCEL_CUDA_VERSION
-#define ACCEL_CUDA_VERSION "0.1.0"
+#define ACCEL_CUDA_VERSION "0.2.0"
 #endif
 
 // Devices beyond this are not exposed (the peer-access cache is a fixed
@@ -83,6 +83,9 @@ accel_status_t accel_cuda_device_count(void* plugin, uint32_t* out_count);
 // Devices (device.c)
 // ---------------------------------------------------------------------------
 
+// Idle cuBLAS handles a device keeps (more are destroyed).
+#define ACCEL_CUDA_BLAS_POOL 16
+
 // Kernels of the embedded ops module (ops.c), indexed by
 // accel_cuda_kernel_t.
 #define ACCEL_CUDA_KERNEL_COUNT 45
@@ -120,7 +123,21 @@ struct accel_cuda_device {
   // Peer access of this context to device i's memory: 0 not tried yet,
   // 1 enabled, 2 refused (copies still work, staged by the driver).
   uint8_t peer_state[ACCEL_CUDA_MAX_DEVICES];
+  // cuBLAS handles of destroyed streams, kept for the next stream's first
+  // GEMM: cublasDestroy synchronises the whole device, so it runs only at
+  // device close (gemm.c).
+  void* blas_pool[ACCEL_CUDA_BLAS_POOL];
+  uint32_t blas_pooled;
+  // Written once at open: the plugin's own CU_STREAM_NON_BLOCKING stream
+  // for work without a stream ("now"), waited for before returning. Never
+  // the legacy default stream, which in the primary context the
+  // application shares would also wait for (and hold up) its blocking
+  // streams.
+  CUstream sync_stream;
 };
+
+// The CUstream of `stream`, or the device's own for NULL ("now").
+CUstream accel_cuda_stream_of(const accel_cuda_device_t* device, void* stream);
 
 // plugin ABI: device_open / device_close.
 accel_status_t accel_cuda_device_open(void* plugin, uint32_t index,
@@ -209,6 +226,10 @@ typedef struct accel_cuda_event {
   accel_cuda_device_t* device;
   CUevent event;
   bool timing;
+  // Set by the first successful record: cuEventElapsedTime on a
+  // never-recorded event is CUDA_ERROR_INVALID_HANDLE, which the plugin
+  // reports as the CPU plugin does (INVALID_ARGUMENT) instead.
+  _Atomic bool recorded;
 } accel_cuda_event_t;
 
 accel_status_t accel_cuda_event_create(void* device, accel_event_flags_t flags,
@@ -306,6 +327,9 @@ void accel_cuda_ops_unload(accel_cuda_device_t* device);
 // Destroys the cuBLAS handle and own workspace of `stream`, if any
 // (stream_destroy, after the stream has drained; context pushed).
 void accel_cuda_gemm_release(accel_cuda_stream_t* stream);
+// Destroys the device's pooled cuBLAS handles (device close; the context is
+// current).
+void accel_cuda_gemm_pool_drain(accel_cuda_device_t* device);
 
 // Unloads cuBLAS, if it was loaded (unload).
 void accel_cuda_blas_destroy(accel_cuda_blas_t* blas);

@@ -192,6 +192,17 @@ accel_status_t accel_cuda_device_open(void* plugin_ptr, uint32_t index,
   } else {
     status = accel_cuda_device_read(device);
   }
+  if (status == ACCEL_OK) {
+    status = accel_cuda_context_push(device, "device_open");
+    if (status == ACCEL_OK) {
+      r = cu->cuStreamCreate(&device->sync_stream, CU_STREAM_NON_BLOCKING);
+      accel_cuda_context_pop(device);
+      if (r != CUDA_SUCCESS) {
+        device->sync_stream = NULL;
+        status = accel_cuda_device_fail(device, r, "cuStreamCreate");
+      }
+    }
+  }
   if (status != ACCEL_OK) {
     if (device->ctx != NULL) (void)cu->cuDevicePrimaryCtxRelease(device->dev);
     pthread_mutex_destroy(&device->mutex);
@@ -204,12 +215,20 @@ accel_status_t accel_cuda_device_open(void* plugin_ptr, uint32_t index,
   return ACCEL_OK;
 }
 
+CUstream accel_cuda_stream_of(const accel_cuda_device_t* device,
+                              void* stream) {
+  return stream != NULL ? ((accel_cuda_stream_t*)stream)->stream
+                        : device->sync_stream;
+}
+
 void accel_cuda_device_close(void* device_ptr) {
   accel_cuda_device_t* device = device_ptr;
   if (device == NULL) return;
-  if (device->ops_module != NULL &&
-      accel_cuda_context_push(device, "device_close") == ACCEL_OK) {
-    accel_cuda_ops_unload(device);
+  if (accel_cuda_context_push(device, "device_close") == ACCEL_OK) {
+    if (device->ops_module != NULL) accel_cuda_ops_unload(device);
+    accel_cuda_gemm_pool_drain(device);
+    (void)device->cu->cuStreamSynchronize(device->sync_stream);
+    (void)device->cu->cuStreamDestroy(device->sync_stream);
     accel_cuda_context_pop(device);
   }
   (void)device->cu->cuDevicePrimaryCtxRelease(device->dev);

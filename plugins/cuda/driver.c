@@ -192,6 +192,16 @@ static bool accel_cuda_driver_resolve_all(accel_cuda_driver_t* cu,
   return ok;
 }
 
+// The first Linux driver branch of a CUDA version (the CUDA toolkit
+// release notes' table of minimum driver versions).
+static const char* accel_cuda_driver_branch(int version) {
+  return version >= 13000   ? "R580"
+         : version >= 12080 ? "R570"
+         : version >= 12040 ? "R550"
+         : version >= 12020 ? "R535"
+                            : "R525";
+}
+
 // Runs cuInit and checks the version. Returns the status for
 // accel_cuda_driver_open.
 static accel_status_t accel_cuda_driver_start(accel_cuda_driver_t* cu,
@@ -236,8 +246,11 @@ static accel_status_t accel_cuda_driver_start(accel_cuda_driver_t* cu,
   if (version < ACCEL_CUDA_DRIVER_MIN_VERSION) {
     snprintf(message, size,
              "the CUDA driver is too old: %s supports CUDA %s, the plugin "
-             "needs CUDA %s or newer; update the NVIDIA driver",
-             cu->path, have, need);
+             "needs CUDA %s or newer (its kernels are built by CUDA %d.%d); "
+             "install NVIDIA driver branch %s or newer",
+             cu->path, have, need, CUDA_VERSION / 1000,
+             CUDA_VERSION % 1000 / 10,
+             accel_cuda_driver_branch(ACCEL_CUDA_DRIVER_MIN_VERSION));
     return ACCEL_ERROR_UNAVAILABLE;
   }
   if (!accel_cuda_driver_resolve_all(cu, have, message, size)) {

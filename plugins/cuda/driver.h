@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // The CUDA driver API as the plugin uses it: a table of entry points
-// resolved at run time from libcuda, never linked (DESIGN decision 7).
+// resolved at run time from libcuda, never linked (architecture decision 7).
 //
 // Every entry is listed once in ACCEL_CUDA_DRIVER_SYMBOLS with the CUDA
 // version of the ABI the plugin was written against. The function pointer
@@ -25,9 +25,23 @@
 #include <cudaTypedefs.h>
 #include <stdbool.h>
 
-// CUDA version whose ABI the table is resolved against: 12.0, the first
-// driver with cuGetProcAddress_v2. An older driver is reported as too old.
+// Oldest driver the plugin accepts, in cuDriverGetVersion's encoding. The
+// table is resolved against CUDA 12.0 (the first driver with
+// cuGetProcAddress_v2), but the built-in kernels are compiled by this
+// toolkit's nvcc (CUDA_VERSION of its cuda.h), and what nvcc writes loads
+// only on drivers that new: a CUDA 13 toolkit's PTX is ISA 9.0 (JIT from a
+// 13.0 driver) and its cubins use ELF ABI version 8 (12.8 drivers and
+// newer), and NVIDIA's compatibility rule is that a 13.x toolkit's code
+// needs a 13.x driver (R580+). So the minimum is the toolkit's major.0
+// from CUDA 13, 12.8 for a 12.8/12.9 toolkit (ABI 8 cubins) and 12.0
+// before. An older driver is reported as too old, naming the branch.
+#if CUDA_VERSION >= 13000
+#define ACCEL_CUDA_DRIVER_MIN_VERSION (CUDA_VERSION / 1000 * 1000)
+#elif CUDA_VERSION >= 12080
+#define ACCEL_CUDA_DRIVER_MIN_VERSION 12080
+#else
 #define ACCEL_CUDA_DRIVER_MIN_VERSION 12000
+#endif
 
 // X(name, version, exported name of that version)
 #define ACCEL_CUDA_DRIVER_SYMBOLS(X)                                  \
@@ -74,6 +88,7 @@
   X(cuModuleUnload, 2000, "cuModuleUnload")                           \
   X(cuModuleGetFunction, 2000, "cuModuleGetFunction")                 \
   X(cuFuncSetAttribute, 9000, "cuFuncSetAttribute")                   \
+  X(cuFuncGetAttribute, 2020, "cuFuncGetAttribute")                   \
   X(cuLaunchKernel, 4000, "cuLaunchKernel")
 
 #define ACCEL_CUDA_DRIVER_MEMBER(name, version, exported) \

@@ -21,6 +21,7 @@ accel_status_t accel_cuda_event_create(void* device_ptr,
   }
   event->device = device;
   event->timing = (flags & ACCEL_EVENT_TIMING) != 0;
+  atomic_init(&event->recorded, false);
   accel_status_t status = accel_cuda_context_push(device, "event_create");
   if (status != ACCEL_OK) {
     free(event);
@@ -50,10 +51,11 @@ accel_status_t accel_cuda_event_record(void* event_ptr, void* stream_ptr) {
   accel_cuda_event_t* event = event_ptr;
   accel_cuda_stream_t* stream = stream_ptr;
   CUresult r = event->device->cu->cuEventRecord(
-      event->event, stream != NULL ? stream->stream : NULL);
+      event->event, accel_cuda_stream_of(event->device, stream));
   if (r != CUDA_SUCCESS) {
     return accel_cuda_device_fail(event->device, r, "cuEventRecord");
   }
+  atomic_store(&event->recorded, true);
   return ACCEL_OK;
 }
 
@@ -84,11 +86,19 @@ accel_status_t accel_cuda_event_elapsed_ms(void* start_ptr, void* end_ptr,
   accel_cuda_event_t* end = end_ptr;
   const accel_host_t* host = start->device->host;
   *out_ms = 0;
+  // Misuse is INVALID_ARGUMENT, as in the CPU plugin and the core; only
+  // an event still pending is NOT_READY.
   if (!start->timing || !end->timing) {
-    return host->fail(host, ACCEL_ERROR_UNSUPPORTED,
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                       "%s: elapsed time needs two events created with "
                       "ACCEL_EVENT_TIMING",
                       start->device->prefix);
+  }
+  if (!atomic_load(&start->recorded) || !atomic_load(&end->recorded)) {
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "%s: elapsed time: the %s event was never recorded",
+                      start->device->prefix,
+                      atomic_load(&start->recorded) ? "end" : "start");
   }
   float ms = 0;
   CUresult r =

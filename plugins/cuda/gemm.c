@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 //
 // GEMM on cuBLAS, which is opened with dlopen at the first GEMM that needs
-// it (the library named by ACCEL_CUDA_CUBLAS when set, otherwise
-// libcublas.so.13, .12, then libcublas.so), so the plugin loads and
+// it (the library named by ACCEL_CUDA_CUBLAS when set, otherwise the
+// sonames the driver can run: libcublas.so.13 then .12 on a CUDA 13
+// driver, only .12 on a 12.x one, since a cuBLAS major needs a driver of
+// at least that major; an unversioned libcublas.so is not tried, as it may
+// be either), so the plugin loads and
 // accel-info stays fast where cuBLAS is absent; GEMM then fails with
 // ACCEL_ERROR_UNSUPPORTED naming the libraries tried (or the dlerror()
 // text for the named one).
@@ -14,7 +17,11 @@
 //
 // Each stream gets its own cuBLAS handle, created at its first GEMM, bound
 // to the stream once (cublasSetStream) and destroyed with the stream, so
-// concurrent GEMMs on different streams never share a handle.
+// concurrent GEMMs on different streams never share a handle. Each handle
+// gets CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION: by default cuBLAS
+// may reduce split-K partial sums in the output type (f16/bf16), and
+// plugin.h promises f32 accumulation; the compute type is
+// CUBLAS_COMPUTE_32F (or _FAST_TF32 when asked for).
 //
 // Workspace (ABI 1.2): op_gemm_workspace asks the core for 32 MiB on sm_90
 // and newer, 4 MiB before (what the cuBLAS documentation recommends for
@@ -56,6 +63,8 @@ typedef cublasStatus_t (*accel_cuda_cublas_gemm_ex_t)(
     cublasGemmAlgo_t);
 typedef const char* (*accel_cuda_cublas_status_name_t)(cublasStatus_t);
 typedef cublasStatus_t (*accel_cuda_cublas_get_version_t)(cublasHandle_t, int*);
+typedef cublasStatus_t (*accel_cuda_cublas_set_math_mode_t)(cublasHandle_t,
+                                                            cublasMath_t);
 
 // The typedefs must match the toolkit's declarations (nothing is linked,
 // so only the compiler can check them).
@@ -67,6 +76,7 @@ ACCEL_CUDA_SAME_TYPE(cublasSetStream_v2, accel_cuda_cublas_set_stream_t);
 ACCEL_CUDA_SAME_TYPE(cublasSetWorkspace_v2, accel_cuda_cublas_set_workspace_t);
 ACCEL_CUDA_SAME_TYPE(cublasGemmEx, accel_cuda_cublas_gemm_ex_t);
 ACCEL_CUDA_SAME_TYPE(cublasGetStatusName, accel_cuda_cublas_status_name_t);
+ACCEL_CUDA_SAME_TYPE(cublasSetMathMode, accel_cuda_cublas_set_math_mode_t);
 
 // A loaded cuBLAS. Immutable once published in plugin->blas.
 struct accel_cuda_blas {
@@ -77,11 +87,18 @@ struct accel_cuda_blas {
   accel_cuda_cublas_set_stream_t set_stream;
   accel_cuda_cublas_set_workspace_t set_workspace;
   accel_cuda_cublas_gemm_ex_t gemm_ex;
+  accel_cuda_cublas_set_math_mode_t set_math_mode;
   accel_cuda_cublas_status_name_t status_name;  // may be NULL
 };
 
-static const char* const accel_cuda_cublas_names[] = {
-    "libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+// cuBLAS sonames, newest first, with the CUDA version of the driver each
+// needs (the CUDA toolkit release notes: a toolkit component of major X
+// runs on a driver of the same or a newer major).
+static const struct {
+  const char* name;
+  int driver;
+} accel_cuda_cublas_names[] = {{"libcublas.so.13", 13000},
+                               {"libcublas.so.12", 12000}};
 
 // Resolves `name` into `*slot` (a function pointer). False if absent.
 static bool accel_cuda_blas_sym(void* library, const char* name, void* slot) {
@@ -113,15 +130,17 @@ static accel_cuda_blas_t* accel_cuda_blas_try(const char* name, char* why,
       accel_cuda_blas_sym(library, "cublasSetStream_v2", &blas->set_stream) &&
       accel_cuda_blas_sym(library, "cublasSetWorkspace_v2",
                           &blas->set_workspace) &&
-      accel_cuda_blas_sym(library, "cublasGemmEx", &blas->gemm_ex)) {
+      accel_cuda_blas_sym(library, "cublasGemmEx", &blas->gemm_ex) &&
+      accel_cuda_blas_sym(library, "cublasSetMathMode",
+                          &blas->set_math_mode)) {
     (void)accel_cuda_blas_sym(library, "cublasGetStatusName",
                               &blas->status_name);
     return blas;
   }
   if (why != NULL) {
     snprintf(why, why_size,
-             "%s is not cuBLAS (no cublasCreate_v2, "
-             "cublasSetStream_v2, cublasSetWorkspace_v2 or cublasGemmEx)",
+             "%s is not cuBLAS (no cublasCreate_v2, cublasSetStream_v2, "
+             "cublasSetWorkspace_v2, cublasGemmEx or cublasSetMathMode)",
              name);
   }
   free(blas);
@@ -130,9 +149,11 @@ static accel_cuda_blas_t* accel_cuda_blas_try(const char* name, char* why,
 }
 
 // Tries to open cuBLAS: the library ACCEL_CUDA_CUBLAS names (read through
-// `host`), else the search. Returns NULL with the reason in `message`.
+// `host`), else the sonames a driver of CUDA `driver` can run. Returns
+// NULL with the reason in `message`.
 static accel_cuda_blas_t* accel_cuda_blas_open(const accel_host_t* host,
-                                               char* message, size_t size) {
+                                               int driver, char* message,
+                                               size_t size) {
   char why[256] = "";
   const char* override = host->getenv(host, "ACCEL_CUDA_CUBLAS");
   if (override != NULL && override[0] != '\0') {
@@ -143,17 +164,22 @@ static accel_cuda_blas_t* accel_cuda_blas_open(const accel_host_t* host,
     }
     return blas;
   }
-  for (size_t i = 0;
-       i < sizeof(accel_cuda_cublas_names) / sizeof(accel_cuda_cublas_names[0]);
-       i++) {
-    accel_cuda_blas_t* blas = accel_cuda_blas_try(
-        accel_cuda_cublas_names[i], i == 0 ? why : NULL, sizeof(why));
+  char tried[128] = "";
+  size_t n = sizeof(accel_cuda_cublas_names) / sizeof(accel_cuda_cublas_names[0]);
+  for (size_t i = 0; i < n; i++) {
+    if (accel_cuda_cublas_names[i].driver > driver) continue;
+    const char* name = accel_cuda_cublas_names[i].name;
+    size_t used = strlen(tried);
+    snprintf(tried + used, sizeof(tried) - used, "%s%s", used ? ", " : "",
+             name);
+    accel_cuda_blas_t* blas =
+        accel_cuda_blas_try(name, why[0] == '\0' ? why : NULL, sizeof(why));
     if (blas != NULL) return blas;
   }
   snprintf(message, size,
-           "cuBLAS is not installed: tried libcublas.so.13, libcublas.so.12 "
-           "and libcublas.so (%s)",
-           why);
+           "cuBLAS is not installed: tried %s, the cuBLAS majors a CUDA "
+           "%d.%d driver runs (%s)",
+           tried, driver / 1000, driver % 1000 / 10, why);
   return NULL;
 }
 
@@ -166,8 +192,9 @@ static accel_status_t accel_cuda_blas_get(accel_cuda_plugin_t* plugin,
   pthread_mutex_lock(&plugin->mutex);
   if (atomic_load(&plugin->blas) == NULL && !plugin->blas_tried) {
     plugin->blas_tried = true;
-    accel_cuda_blas_t* blas = accel_cuda_blas_open(
-        plugin->host, plugin->blas_error, sizeof(plugin->blas_error));
+    accel_cuda_blas_t* blas =
+        accel_cuda_blas_open(plugin->host, plugin->driver.version,
+                             plugin->blas_error, sizeof(plugin->blas_error));
     if (blas != NULL) {
       plugin->host->log(plugin->host, ACCEL_LOG_INFO, "cuda: GEMM on %s",
                         blas->name);
@@ -202,15 +229,31 @@ static accel_status_t accel_cuda_blas_fail(const accel_cuda_device_t* device,
 }
 
 void accel_cuda_gemm_release(accel_cuda_stream_t* stream) {
-  const accel_cuda_blas_t* blas = atomic_load(&stream->device->plugin->blas);
+  accel_cuda_device_t* device = stream->device;
+  const accel_cuda_blas_t* blas = atomic_load(&device->plugin->blas);
   if (stream->blas_handle != NULL && blas != NULL) {
-    (void)blas->destroy(stream->blas_handle);
+    // Kept for the next stream: cublasDestroy waits for the whole device
+    // (cuBLAS documents that it synchronises), which a stream's release
+    // must not do to the application's other work.
+    pthread_mutex_lock(&device->mutex);
+    bool kept = device->blas_pooled < ACCEL_CUDA_BLAS_POOL;
+    if (kept) device->blas_pool[device->blas_pooled++] = stream->blas_handle;
+    pthread_mutex_unlock(&device->mutex);
+    if (!kept) (void)blas->destroy(stream->blas_handle);
   }
   stream->blas_handle = NULL;
   if (stream->workspace != 0) {
     (void)stream->device->cu->cuMemFree(stream->workspace);
     stream->workspace = 0;
   }
+}
+
+void accel_cuda_gemm_pool_drain(accel_cuda_device_t* device) {
+  const accel_cuda_blas_t* blas = atomic_load(&device->plugin->blas);
+  for (uint32_t i = 0; i < device->blas_pooled && blas != NULL; i++) {
+    (void)blas->destroy(device->blas_pool[i]);
+  }
+  device->blas_pooled = 0;
 }
 
 static size_t accel_cuda_gemm_workspace_bytes(
@@ -228,14 +271,30 @@ static accel_status_t accel_cuda_gemm_handle(accel_cuda_stream_t* stream,
   if (*out != NULL) return ACCEL_OK;
   accel_cuda_device_t* device = stream->device;
   cublasHandle_t handle = NULL;
-  cublasStatus_t s = blas->create(&handle);
+  pthread_mutex_lock(&device->mutex);
+  if (device->blas_pooled > 0) {
+    handle = device->blas_pool[--device->blas_pooled];
+  }
+  pthread_mutex_unlock(&device->mutex);
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  if (handle == NULL) s = blas->create(&handle);
   if (s != CUBLAS_STATUS_SUCCESS) {
     return accel_cuda_blas_fail(device, blas, s, "cublasCreate");
   }
+  // A pooled handle is bound to its new stream here; cublasSetStream also
+  // drops the workspace it had (each GEMM sets its own anyway).
   s = blas->set_stream(handle, (cudaStream_t)stream->stream);
+  const char* call = "cublasSetStream";
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    // f32 accumulation throughout, split-K reductions included.
+    call = "cublasSetMathMode";
+    s = blas->set_math_mode(
+        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  }
   if (s != CUBLAS_STATUS_SUCCESS) {
     (void)blas->destroy(handle);
-    return accel_cuda_blas_fail(device, blas, s, "cublasSetStream");
+    return accel_cuda_blas_fail(device, blas, s, call);
   }
   stream->blas_handle = handle;
   *out = handle;

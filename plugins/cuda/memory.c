@@ -4,15 +4,16 @@
 // core's caching allocator, page-locked host memory, copies in every
 // direction, memset, and peer copies with lazily enabled peer access.
 //
-// A memory handle is the CUdeviceptr itself (accel_cuda_ptr). Stream work
-// uses the *Async driver calls on the stream's CUstream. A NULL stream
-// means "run it now and return when it is done" (plugin.h), and the
-// synchronous driver calls do not all promise that: a device-to-device
-// copy, a memset, a peer copy and a pageable host-to-device copy may still
-// be in flight when they return. So after those the legacy default stream
-// (which the synchronous calls use, and which our non-blocking streams
-// never wait on) is synchronised; device-to-host copies already return
-// complete.
+// A memory handle is the CUdeviceptr itself (accel_cuda_ptr). All copies
+// and memsets use the *Async driver calls. A NULL stream means "run it now
+// and return when it is done" (plugin.h): the work goes on the device's
+// own non-blocking stream (accel_cuda_stream_of), which is then waited
+// for. The synchronous driver calls are not used: they run on the legacy
+// default stream, which in the primary context the application shares
+// synchronises with every blocking stream of the application (the CUDA
+// driver API's "Stream synchronization behavior"), and several of them
+// (device-to-device, memset, pageable host-to-device) may return before
+// the transfer is done anyway.
 #include <stdio.h>
 
 #include "accel_cuda.h"
@@ -80,37 +81,28 @@ void accel_cuda_host_free(void* device_ptr, void* ptr) {
   accel_cuda_context_pop(device);
 }
 
-// Finishes a copy or memset call: checks `r`, then, for a synchronous call
-// that may return early (`drain`), waits for the legacy default stream
-// (see the top of this file).
+// Finishes a copy or memset call: checks `r`, then, for work without a
+// stream (`stream` NULL), waits for the device's own stream it went on.
 static accel_status_t accel_cuda_call_done(accel_cuda_device_t* device,
-                                           CUresult r, const char* call,
-                                           bool drain) {
-  if (r == CUDA_SUCCESS && drain) {
-    r = device->cu->cuStreamSynchronize(NULL);
+                                           void* stream, CUresult r,
+                                           const char* call) {
+  if (r == CUDA_SUCCESS && stream == NULL) {
+    r = device->cu->cuStreamSynchronize(device->sync_stream);
     call = "cuStreamSynchronize";
   }
   return r == CUDA_SUCCESS ? ACCEL_OK : accel_cuda_device_fail(device, r, call);
 }
 
-#define ACCEL_CUDA_STREAM(s) (((accel_cuda_stream_t*)(s))->stream)
-
 accel_status_t accel_cuda_copy_h2d(void* device_ptr, void* stream, void* dst,
                                    size_t dst_offset, const void* src,
                                    size_t size) {
   accel_cuda_device_t* device = device_ptr;
-  const accel_cuda_driver_t* cu = device->cu;
   accel_status_t status = accel_cuda_context_push(device, "copy_h2d");
   if (status != ACCEL_OK) return status;
-  CUdeviceptr d = accel_cuda_ptr(dst, dst_offset);
-  if (stream == NULL) {
-    status = accel_cuda_call_done(device, cu->cuMemcpyHtoD(d, src, size),
-                                  "cuMemcpyHtoD", true);
-  } else {
-    status = accel_cuda_call_done(
-        device, cu->cuMemcpyHtoDAsync(d, src, size, ACCEL_CUDA_STREAM(stream)),
-        "cuMemcpyHtoDAsync", false);
-  }
+  CUresult r = device->cu->cuMemcpyHtoDAsync(
+      accel_cuda_ptr(dst, dst_offset), src, size,
+      accel_cuda_stream_of(device, stream));
+  status = accel_cuda_call_done(device, stream, r, "cuMemcpyHtoDAsync");
   accel_cuda_context_pop(device);
   return status;
 }
@@ -119,18 +111,12 @@ accel_status_t accel_cuda_copy_d2h(void* device_ptr, void* stream, void* dst,
                                    const void* src, size_t src_offset,
                                    size_t size) {
   accel_cuda_device_t* device = device_ptr;
-  const accel_cuda_driver_t* cu = device->cu;
   accel_status_t status = accel_cuda_context_push(device, "copy_d2h");
   if (status != ACCEL_OK) return status;
-  CUdeviceptr s = accel_cuda_ptr(src, src_offset);
-  if (stream == NULL) {
-    status = accel_cuda_call_done(device, cu->cuMemcpyDtoH(dst, s, size),
-                                  "cuMemcpyDtoH", false);
-  } else {
-    status = accel_cuda_call_done(
-        device, cu->cuMemcpyDtoHAsync(dst, s, size, ACCEL_CUDA_STREAM(stream)),
-        "cuMemcpyDtoHAsync", false);
-  }
+  CUresult r = device->cu->cuMemcpyDtoHAsync(
+      dst, accel_cuda_ptr(src, src_offset), size,
+      accel_cuda_stream_of(device, stream));
+  status = accel_cuda_call_done(device, stream, r, "cuMemcpyDtoHAsync");
   accel_cuda_context_pop(device);
   return status;
 }
@@ -183,25 +169,20 @@ accel_status_t accel_cuda_copy_d2d(void* device_ptr, void* stream, void* dst,
     accel_cuda_mem_free(device, tmp);
     return status;
   }
-  CUstream cs = stream != NULL ? ACCEL_CUDA_STREAM(stream) : NULL;
+  CUstream cs = accel_cuda_stream_of(device, stream);
   CUresult r;
   if (pieces) {
     r = accel_cuda_move_pieces(cu, d, s, size, cs);
-    if (r == CUDA_SUCCESS && stream == NULL) r = cu->cuStreamSynchronize(NULL);
   } else if (overlap) {
     CUdeviceptr t = accel_cuda_ptr(tmp, 0);
     r = cu->cuMemcpyDtoDAsync(t, s, size, cs);
     if (r == CUDA_SUCCESS) r = cu->cuMemcpyDtoDAsync(d, t, size, cs);
     // The temporary must outlive the copies: wait, then free.
     if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(cs);
-  } else if (stream == NULL) {
-    r = cu->cuMemcpyDtoD(d, s, size);
-    if (r == CUDA_SUCCESS) r = cu->cuStreamSynchronize(NULL);
   } else {
     r = cu->cuMemcpyDtoDAsync(d, s, size, cs);
   }
-  if (r != CUDA_SUCCESS)
-    status = accel_cuda_device_fail(device, r, "cuMemcpyDtoD");
+  status = accel_cuda_call_done(device, stream, r, "cuMemcpyDtoDAsync");
   accel_cuda_context_pop(device);
   accel_cuda_mem_free(device, tmp);
   return status;
@@ -243,17 +224,9 @@ accel_status_t accel_cuda_copy_peer(void* device_ptr, void* stream, void* dst,
   accel_cuda_peer_enable(device, peer);
   CUdeviceptr d = accel_cuda_ptr(dst, dst_offset);
   CUdeviceptr s = accel_cuda_ptr(src, src_offset);
-  if (stream == NULL) {
-    status = accel_cuda_call_done(
-        device, cu->cuMemcpyPeer(d, device->ctx, s, peer->ctx, size),
-        "cuMemcpyPeer", true);
-  } else {
-    status = accel_cuda_call_done(
-        device,
-        cu->cuMemcpyPeerAsync(d, device->ctx, s, peer->ctx, size,
-                              ACCEL_CUDA_STREAM(stream)),
-        "cuMemcpyPeerAsync", false);
-  }
+  CUresult r = cu->cuMemcpyPeerAsync(d, device->ctx, s, peer->ctx, size,
+                                     accel_cuda_stream_of(device, stream));
+  status = accel_cuda_call_done(device, stream, r, "cuMemcpyPeerAsync");
   accel_cuda_context_pop(device);
   return status;
 }
@@ -264,15 +237,9 @@ accel_status_t accel_cuda_memset(void* device_ptr, void* stream, void* dst,
   const accel_cuda_driver_t* cu = device->cu;
   accel_status_t status = accel_cuda_context_push(device, "memset");
   if (status != ACCEL_OK) return status;
-  CUdeviceptr d = accel_cuda_ptr(dst, offset);
-  if (stream == NULL) {
-    status = accel_cuda_call_done(device, cu->cuMemsetD8(d, value, size),
-                                  "cuMemsetD8", true);
-  } else {
-    status = accel_cuda_call_done(
-        device, cu->cuMemsetD8Async(d, value, size, ACCEL_CUDA_STREAM(stream)),
-        "cuMemsetD8Async", false);
-  }
+  CUresult r = cu->cuMemsetD8Async(accel_cuda_ptr(dst, offset), value, size,
+                                   accel_cuda_stream_of(device, stream));
+  status = accel_cuda_call_done(device, stream, r, "cuMemsetD8Async");
   accel_cuda_context_pop(device);
   return status;
 }

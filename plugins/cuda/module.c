@@ -40,9 +40,11 @@ struct accel_cuda_function {
   accel_cuda_module_t* module;
   CUfunction function;
   // Dynamic shared memory this function has been allowed so far
-  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); guarded by the
-  // module's mutex.
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, which starts at
+  // 48 KiB less the static shared memory); guarded by the module's mutex.
   uint32_t shared_allowed;
+  // The kernel's static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).
+  uint32_t shared_static;
   char name[];
 };
 
@@ -214,11 +216,16 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
   while (f != NULL && strcmp(f->name, name) != 0) f = f->next;
   if (f == NULL) {
     CUfunction function = NULL;
+    int shared_static = 0;
     // The module's context is made current: the driver documents no
     // exception for handle lookups, so none is relied on.
     CUresult r = device->cu->cuCtxPushCurrent(device->ctx);
     if (r == CUDA_SUCCESS) {
       r = device->cu->cuModuleGetFunction(&function, module->module, name);
+      if (r == CUDA_SUCCESS) {
+        r = device->cu->cuFuncGetAttribute(
+            &shared_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+      }
       accel_cuda_context_pop(device);
     }
     size_t len = strlen(name);
@@ -235,7 +242,10 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
     } else {
       f->module = module;
       f->function = function;
-      f->shared_allowed = ACCEL_CUDA_SHARED_DEFAULT;
+      f->shared_static = shared_static > 0 ? (uint32_t)shared_static : 0;
+      f->shared_allowed = f->shared_static < ACCEL_CUDA_SHARED_DEFAULT
+                              ? ACCEL_CUDA_SHARED_DEFAULT - f->shared_static
+                              : 0;
       memcpy(f->name, name, len + 1);
       f->next = module->functions;
       module->functions = f;
@@ -246,22 +256,27 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
   return status;
 }
 
-// Lets `f` use `bytes` of dynamic shared memory. Above 48 KiB a kernel must
-// opt in (cuFuncSetAttribute) up to the device's limit, 227 KiB on sm_90;
-// the allowance only grows, so it is set once per new maximum. The caller
-// pushed the context.
+// Lets `f` use `bytes` of dynamic shared memory. A kernel's dynamic
+// allowance (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) starts at
+// 48 KiB less its static shared memory; more takes an opt-in with
+// cuFuncSetAttribute, and static + dynamic must fit the device's opt-in
+// limit (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 KiB on
+// sm_90). The allowance only grows, so it is set once per new maximum. The
+// caller pushed the context.
 static accel_status_t accel_cuda_shared_allow(accel_cuda_function_t* f,
                                               uint32_t bytes) {
-  if (bytes <= ACCEL_CUDA_SHARED_DEFAULT) return ACCEL_OK;
   accel_cuda_module_t* module = f->module;
   accel_cuda_device_t* device = module->device;
   uint32_t limit = device->max_shared_optin;
-  if (limit != 0 && bytes > limit) {
+  uint64_t total = (uint64_t)f->shared_static + bytes;
+  if (limit != 0 && total > limit) {
     return device->host->fail(
         device->host, ACCEL_ERROR_INVALID_ARGUMENT,
-        "%s: launch of %s: %u bytes of dynamic shared memory per block; "
-        "%s (%s) allows at most %u bytes per block",
-        device->prefix, f->name, bytes, device->arch, device->name, limit);
+        "%s: launch of %s: %u bytes of dynamic shared memory per block "
+        "beside the kernel's %u bytes of static shared memory; %s (%s) "
+        "allows at most %u bytes per block in all",
+        device->prefix, f->name, bytes, f->shared_static, device->arch,
+        device->name, limit);
   }
   CUresult r = CUDA_SUCCESS;
   pthread_mutex_lock(&module->mutex);
@@ -272,16 +287,6 @@ static accel_status_t accel_cuda_shared_allow(accel_cuda_function_t* f,
     if (r == CUDA_SUCCESS) f->shared_allowed = bytes;
   }
   pthread_mutex_unlock(&module->mutex);
-  if (r == CUDA_ERROR_INVALID_VALUE) {
-    // Within the device's limit, so the kernel's static shared memory
-    // takes the rest.
-    return device->host->fail(
-        device->host, ACCEL_ERROR_INVALID_ARGUMENT,
-        "%s: launch of %s: %u bytes of dynamic shared memory per block do "
-        "not fit beside the kernel's static shared memory (%s allows %u "
-        "bytes per block in all)",
-        device->prefix, f->name, bytes, device->arch, limit);
-  }
   if (r != CUDA_SUCCESS) {
     return accel_cuda_device_fail(device, r, "cuFuncSetAttribute");
   }
@@ -325,13 +330,13 @@ accel_status_t accel_cuda_launch(void* function_ptr, void* stream_ptr,
     if (status != ACCEL_OK) accel_cuda_context_pop(device);
   }
   if (status == ACCEL_OK) {
-    CUstream cs = stream != NULL ? stream->stream : NULL;
+    CUstream cs = accel_cuda_stream_of(device, stream);
     CUresult r = device->cu->cuLaunchKernel(
         f->function, launch->grid[0], launch->grid[1], launch->grid[2],
         launch->block[0], launch->block[1], launch->block[2],
         launch->shared_mem_bytes, cs, n > 0 ? params : NULL, NULL);
     if (r == CUDA_SUCCESS && stream == NULL)
-      r = device->cu->cuStreamSynchronize(NULL);
+      r = device->cu->cuStreamSynchronize(cs);
     if (r != CUDA_SUCCESS) {
       char call[300];
       snprintf(call, sizeof(call),

@@ -24,6 +24,15 @@
 // test-only fakecublas_last_workspace() reports the workspace of the last
 // GEMM queued.
 //
+// Math mode (cublasSetMathMode): unless the handle's mode has
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, a GEMM with a 16-bit C
+// reduces its split-K partial sums in C's type, as cuBLAS is allowed to by
+// default: k is cut into slices of FAKECUBLAS_SPLIT_K, each slice's sum is
+// rounded to C's type and the slices are added in C's type. A plugin that
+// promises f32 accumulation must forbid it.
+// Like cuBLAS 13, the library needs a CUDA 13 driver: cublasCreate returns
+// CUBLAS_STATUS_NOT_INITIALIZED when libfakecuda reports an older one.
+//
 // Not modelled: device pointer mode for alpha and beta, the default
 // workspace cuBLAS allocates for itself, algorithms, other cuBLAS
 // functions.
@@ -33,6 +42,11 @@
 #include <string.h>
 
 #include "fakecuda.h"
+
+// Slice of k whose partial sums a reduced-precision reduction rounds.
+#define FAKECUBLAS_SPLIT_K 32
+// The cuBLAS major this stand-in plays, and the driver it needs.
+#define FAKECUBLAS_DRIVER_NEEDED 13000
 
 // Bytes scribbled at each end of a GEMM's workspace.
 #define FAKECUBLAS_SCRIBBLE 4096u
@@ -61,13 +75,18 @@ struct cublasContext {
   CUstream stream;
   void* workspace;
   size_t workspace_size;
+  cublasMath_t math_mode;
 };
 
 FAKECUDA_API cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   if (handle == NULL) return CUBLAS_STATUS_INVALID_VALUE;
   *handle = NULL;
   CUcontext ctx = fakecuda_current();
-  if (ctx == NULL) return CUBLAS_STATUS_NOT_INITIALIZED;
+  int driver = 0;
+  if (ctx == NULL || cuDriverGetVersion(&driver) != CUDA_SUCCESS ||
+      driver < FAKECUBLAS_DRIVER_NEEDED) {
+    return CUBLAS_STATUS_NOT_INITIALIZED;
+  }
   cublasHandle_t h = calloc(1, sizeof(*h));
   if (h == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
   h->ctx = ctx;
@@ -75,8 +94,18 @@ FAKECUDA_API cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// cublasDestroy synchronises the device (the cuBLAS documentation says it
+// "implicitly calls cudaDeviceSynchronize()"); the fake counts the calls.
+static atomic_ulong fakecublas_destroys;
+
+// Test-only, not cuBLAS: cublasDestroy calls so far.
+FAKECUDA_API unsigned long fakecublas_destroy_count(void) {
+  return atomic_load(&fakecublas_destroys);
+}
+
 FAKECUDA_API cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   if (handle == NULL) return CUBLAS_STATUS_NOT_INITIALIZED;
+  atomic_fetch_add(&fakecublas_destroys, 1);
   free(handle);
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -106,6 +135,21 @@ FAKECUDA_API cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle,
   return CUBLAS_STATUS_SUCCESS;
 }
 
+FAKECUDA_API cublasStatus_t cublasSetMathMode(cublasHandle_t handle,
+                                              cublasMath_t mode) {
+  if (handle == NULL) return CUBLAS_STATUS_NOT_INITIALIZED;
+  handle->math_mode = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+FAKECUDA_API cublasStatus_t cublasGetMathMode(cublasHandle_t handle,
+                                              cublasMath_t* mode) {
+  if (handle == NULL) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (mode == NULL) return CUBLAS_STATUS_INVALID_VALUE;
+  *mode = handle->math_mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 FAKECUDA_API const char* cublasGetStatusName(cublasStatus_t status) {
   switch (status) {
 #define FAKECUBLAS_NAME(s) \
@@ -130,6 +174,7 @@ FAKECUDA_API const char* cublasGetStatusName(cublasStatus_t status) {
 typedef struct fakecublas_gemm {
   CUcontext ctx;
   bool trans_a, trans_b, tf32;
+  bool reduced;  // split-K partial sums reduced in C's 16-bit type
   int m, n, k, lda, ldb, ldc;
   float alpha, beta;
   uintptr_t a, b, c;
@@ -174,6 +219,14 @@ static float fakecublas_tf32(float f) {
   return f;
 }
 
+// Rounds `f` to `t` (f16 or bf16) and back.
+static float fakecublas_round(cudaDataType t, float f) {
+  return t == CUDA_R_16F    ? accel_plugin_f16_to_f32(accel_plugin_f32_to_f16(f))
+         : t == CUDA_R_16BF ? accel_plugin_bf16_to_f32(
+                                  accel_plugin_f32_to_bf16(f))
+                            : f;
+}
+
 // Elements an operand spans: `ld` per column, the last column `rows` long.
 static size_t fakecublas_span(int rows, int cols, int ld) {
   return rows == 0 || cols == 0 ? 0 : (size_t)ld * (size_t)(cols - 1) + rows;
@@ -202,6 +255,7 @@ static bool fakecublas_gemm_run(void* arg) {
   for (int j = 0; j < g->n; j++) {
     for (int i = 0; i < g->m; i++) {
       double acc = 0.0;
+      float reduced = 0.0f;  // the slices' sum, in C's type
       for (int l = 0; l < g->k; l++) {
         size_t ai = g->trans_a ? (size_t)l + (size_t)i * g->lda
                                : (size_t)i + (size_t)l * g->lda;
@@ -211,7 +265,15 @@ static bool fakecublas_gemm_run(void* arg) {
         float y = fakecublas_load(g->b, g->ab_type, bi);
         if (g->tf32) x = fakecublas_tf32(x), y = fakecublas_tf32(y);
         acc += (double)x * (double)y;
+        if (g->reduced && (l % FAKECUBLAS_SPLIT_K == FAKECUBLAS_SPLIT_K - 1 ||
+                           l == g->k - 1)) {
+          reduced = fakecublas_round(g->c_type,
+                                     reduced + fakecublas_round(g->c_type,
+                                                                (float)acc));
+          acc = 0.0;
+        }
       }
+      if (g->reduced) acc = reduced;
       size_t ci = (size_t)i + (size_t)j * g->ldc;
       float r = g->alpha * (float)acc;
       if (g->beta != 0.0f) r += g->beta * fakecublas_load(g->c, g->c_type, ci);
@@ -263,6 +325,9 @@ FAKECUDA_API cublasStatus_t cublasGemmEx(
                            .trans_a = ta,
                            .trans_b = tb,
                            .tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32,
+                           .reduced = Ctype != CUDA_R_32F &&
+                                      !(handle->math_mode &
+                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION),
                            .m = m,
                            .n = n,
                            .k = k,

@@ -32,10 +32,16 @@
 //                     CUDA_ERROR_NO_DEVICE
 //   FAKECUDA_ARCH     compute capability as 90 for sm_90 (the default,
 //                     "Fake NVIDIA H100"), 75, 120, ...
-//   FAKECUDA_VERSION  cuDriverGetVersion (default 13000; 11080 is too old
-//                     for the plugin)
+//   FAKECUDA_VERSION  cuDriverGetVersion (default 13000). It also decides
+//                     what loads, as on a real driver: the newest PTX ISA
+//                     the JIT takes (the PTX ISA release history: 8.0 in
+//                     CUDA 12.0 ... 8.5 in 12.5 and 12.6, 8.7 in 12.8, 8.8
+//                     in 12.9, 9.0 in 13.0) and cubins of ELF ABI version 8
+//                     (what nvcc 12.8 and newer write) only from 12.8
 //   FAKECUDA_MEMORY   bytes of memory per device (default 8 GiB)
-//   FAKECUDA_PTX_MAX  newest PTX ISA the JIT takes (default 9.0)
+//   FAKECUDA_PTX_MAX  newest PTX ISA the JIT takes (default: the version's)
+//   FAKECUDA_STATIC_SHARED  "<kernel>:<bytes>": that kernel's static
+//                     shared memory (none otherwise)
 //   FAKECUDA_FAULT    a kernel name: its launches fault asynchronously
 //                     (CUDA_ERROR_ILLEGAL_ADDRESS, sticky for the context
 //                     until its last primary-context release)
@@ -79,10 +85,34 @@ static size_t fakecuda_memory(void) {
   return (size_t)fakecuda_env("FAKECUDA_MEMORY", 8LL << 30);
 }
 
+int fakecuda_driver_version(void) {
+  return (int)fakecuda_env("FAKECUDA_VERSION", 13000);
+}
+
+// The newest PTX ISA a driver of CUDA `version` JIT-compiles (the PTX ISA
+// release history table), as 90 for 9.0.
+static int fakecuda_ptx_of(int version) {
+  static const struct {
+    int cuda, ptx;
+  } table[] = {{13000, 90}, {12090, 88}, {12080, 87}, {12070, 86},
+               {12050, 85}, {12040, 84}, {12030, 83}, {12020, 82},
+               {12010, 81}, {12000, 80}, {11080, 78}};
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+    if (version >= table[i].cuda) {
+      // A newer 13.x minor: 9.x with the same minor (9.1 in 13.1).
+      if (i == 0) return 90 + (version - 13000) / 10 % 10;
+      return table[i].ptx;
+    }
+  }
+  return 70;
+}
+
 int fakecuda_ptx_max(void) {
   const char* v = getenv("FAKECUDA_PTX_MAX");
-  int major = 9, minor = 0;
-  if (v != NULL && sscanf(v, "%d.%d", &major, &minor) < 1) major = 9;
+  int major = 0, minor = 0;
+  if (v == NULL || sscanf(v, "%d.%d", &major, &minor) < 1) {
+    return fakecuda_ptx_of(fakecuda_driver_version());
+  }
   return major * 10 + minor;
 }
 
@@ -155,7 +185,7 @@ FAKECUDA_API CUresult cuInit(unsigned int flags) {
 
 FAKECUDA_API CUresult cuDriverGetVersion(int* version) {
   if (version == NULL) return CUDA_ERROR_INVALID_VALUE;
-  *version = (int)fakecuda_env("FAKECUDA_VERSION", 13000);
+  *version = fakecuda_driver_version();
   return CUDA_SUCCESS;
 }
 
@@ -591,6 +621,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end);
   X(cuModuleUnload, 2000, cuModuleUnload)                           \
   X(cuModuleGetFunction, 2000, cuModuleGetFunction)                 \
   X(cuFuncSetAttribute, 9000, cuFuncSetAttribute)                   \
+  X(cuFuncGetAttribute, 2020, cuFuncGetAttribute)                   \
   X(cuLaunchKernel, 4000, cuLaunchKernel)
 
 // Each entry has the signature of cudaTypedefs.h's PFN_<name>_v<version>.

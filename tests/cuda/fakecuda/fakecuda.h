@@ -64,9 +64,14 @@ struct CUctx_st {
 // worker never takes it, so holding it while waiting for a stream is safe.
 extern pthread_mutex_t fakecuda_ctx_lock;
 
-// FAKECUDA_ARCH (90 for sm_90) and FAKECUDA_PTX_MAX (90 for 9.0).
+// FAKECUDA_ARCH (90 for sm_90), FAKECUDA_PTX_MAX (90 for 9.0; by default
+// what FAKECUDA_VERSION's JIT takes) and FAKECUDA_VERSION (13000).
 int fakecuda_sm(void);
 int fakecuda_ptx_max(void);
+int fakecuda_driver_version(void);
+
+// First driver that loads cubins of ELF ABI version 8 (nvcc 12.8+).
+#define FAKECUDA_ELF_ABI8_DRIVER 12080
 
 // CLOCK_MONOTONIC in milliseconds, for event timing.
 double fakecuda_now_ms(void);

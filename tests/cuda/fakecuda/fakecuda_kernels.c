@@ -458,6 +458,11 @@ static bool sass_runs(int code, int sm) {
   return code / 10 == sm / 10 && code % 10 <= sm % 10;
 }
 
+// Whether this driver loads an ELF of ABI version `abi` (EI_ABIVERSION).
+static bool elf_abi_loads(int abi) {
+  return abi < 8 || fakecuda_driver_version() >= FAKECUDA_ELF_ABI8_DRIVER;
+}
+
 // Reads "X.Y" into X*10+Y; -1 if absent.
 static int version_at(const char* s) {
   int major = 0, minor = 0;
@@ -519,7 +524,12 @@ static CUresult check_fatbin(const unsigned char* p, int sm, int ptx_max,
     uint64_t kind = rd(e, 2), hsize = rd(e + 4, 4), size = rd(e + 8, 8);
     int arch = (int)rd(e + 28, 4);
     if (hsize < 64 || hsize > total - at || size > total - at - hsize) break;
-    if (kind == FATBIN_ELF && sass_runs(arch, sm) && arch > elf_sm_best) {
+    // An uncompressed ELF entry shows its ABI version; a driver older than
+    // 12.8 skips version 8 (it does not know the format).
+    bool plain = (rd(e + 40, 8) & FATBIN_COMPRESSED) == 0 && rd(e + 56, 8) == 0;
+    bool abi_ok = !plain || size < 16 || elf_abi_loads(e[hsize + 8]);
+    if (kind == FATBIN_ELF && abi_ok && sass_runs(arch, sm) &&
+        arch > elf_sm_best) {
       elf_sm_best = arch, elf_at = at;
     } else if (kind == FATBIN_PTX && arch <= sm && arch > ptx_sm_best) {
       ptx_sm_best = arch, ptx_at = at;
@@ -567,6 +577,13 @@ CUresult fakecuda_image_check(const unsigned char* image, int sm, int ptx_max,
   if (memcmp(image, "\177ELF", 4) == 0) {
     if (image[4] != 2 || image[5] != 1 || rd(image + 18, 2) != 190) {
       snprintf(log, log_size, "(fakecuda) not a 64-bit EM_CUDA ELF");
+      return CUDA_ERROR_INVALID_IMAGE;
+    }
+    if (!elf_abi_loads(image[8])) {
+      snprintf(log, log_size,
+               "(fakecuda) a cubin of ELF ABI version %d needs a CUDA 12.8 "
+               "driver",
+               image[8]);
       return CUDA_ERROR_INVALID_IMAGE;
     }
     int code = elf_sm(image);

@@ -190,9 +190,22 @@ static CUstream fakecuda_stream_new(CUcontext ctx, bool lazy) {
   return s;
 }
 
+// Work queued on, or waits for, a legacy default stream so far. On a GPU
+// that stream synchronises with every blocking stream of its context, and
+// the primary context is shared with the application, so a library using
+// it stalls (and is stalled by) the application's blocking streams. The
+// fake refuses blocking streams and does not model that wait; it counts.
+static atomic_ulong fakecuda_legacy_uses;
+
+// Test-only, not CUDA: the number of uses of a legacy default stream.
+FAKECUDA_API unsigned long fakecuda_legacy_stream_uses(void) {
+  return atomic_load(&fakecuda_legacy_uses);
+}
+
 // `s`, or for NULL the legacy stream of `ctx` (started now if need be).
 static CUstream fakecuda_stream(CUcontext ctx, CUstream s) {
   if (s != NULL) return s;
+  atomic_fetch_add(&fakecuda_legacy_uses, 1);
   pthread_mutex_lock(&fakecuda_ctx_lock);
   if (ctx->legacy == NULL) ctx->legacy = fakecuda_stream_new(ctx, true);
   s = ctx->legacy;
@@ -578,7 +591,20 @@ struct CUfunc_st {
   CUmodule module;
   const fakecuda_kernel_t* kernel;
   _Atomic int max_dynamic_shared;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_...
+  int static_shared;               // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
 };
+
+// Static shared memory of kernel `name`: FAKECUDA_STATIC_SHARED is
+// "<kernel>:<bytes>" (the kernels have none otherwise).
+static int fakecuda_static_shared(const char* name) {
+  const char* v = getenv("FAKECUDA_STATIC_SHARED");
+  const char* colon = v != NULL ? strchr(v, ':') : NULL;
+  if (colon == NULL || (size_t)(colon - v) != strlen(name) ||
+      strncmp(v, name, (size_t)(colon - v)) != 0) {
+    return 0;
+  }
+  return atoi(colon + 1);
+}
 
 struct CUmod_st {
   CUmodule next;  // in fakecuda_modules
@@ -717,7 +743,11 @@ FAKECUDA_API CUresult cuModuleGetFunction(CUfunction* out, CUmodule m,
   if (f == NULL && (f = malloc(sizeof(*f))) != NULL) {
     f->module = m;
     f->kernel = kernel;
-    atomic_init(&f->max_dynamic_shared, FAKECUDA_MAX_SHARED);
+    // As the driver: the default dynamic allowance is what 48 KiB leaves
+    // beside the static shared memory.
+    f->static_shared = fakecuda_static_shared(kernel->name);
+    atomic_init(&f->max_dynamic_shared,
+                FAKECUDA_MAX_SHARED - f->static_shared);
     f->next = m->functions;
     m->functions = f;
   }
@@ -740,8 +770,8 @@ static bool fakecuda_function_live(CUfunction f, CUcontext ctx) {
   return live;
 }
 
-// Only the dynamic shared memory opt-in, which launches above 48 KiB need
-// (the kernels use no static shared memory).
+// Only the dynamic shared memory opt-in: static + dynamic must fit the
+// device's opt-in limit.
 FAKECUDA_API CUresult cuFuncSetAttribute(CUfunction f,
                                          CUfunction_attribute attr,
                                          int value) {
@@ -751,11 +781,35 @@ FAKECUDA_API CUresult cuFuncSetAttribute(CUfunction f,
     return CUDA_ERROR_INVALID_HANDLE;
   }
   if (attr != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || value < 0 ||
-      value > fakecuda_shared_optin()) {
+      value + f->static_shared > fakecuda_shared_optin()) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   atomic_store(&f->max_dynamic_shared, value);
   return CUDA_SUCCESS;
+}
+
+// The shared memory sizes, the block limit and the parameter bytes.
+FAKECUDA_API CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attr,
+                                         CUfunction f) {
+  CUcontext ctx = fakecuda_current();
+  if (ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  if (value == NULL) return CUDA_ERROR_INVALID_VALUE;
+  if (f == NULL || !fakecuda_function_live(f, ctx)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *value = f->static_shared;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = atomic_load(&f->max_dynamic_shared);
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = FAKECUDA_MAX_THREADS;
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
 }
 
 FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
