@@ -22,6 +22,11 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "cpu.h"
 
@@ -47,6 +52,7 @@ struct accel_cpu_pool {
   bool stopping;
   uint32_t width;    // helpers + 1 (the caller)
   uint32_t helpers;  // threads started
+  size_t stream_bytes;  // copies from this size use non-temporal stores
   pthread_t threads[];
 };
 
@@ -174,6 +180,22 @@ uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin) {
   return width;
 }
 
+// Size from which a split copy uses non-temporal stores: where glibc's
+// memcpy switches to them for one call, 3/4 of the shared (last-level)
+// cache as sysconf reports it (glibc 2.36's __x86_shared_non_temporal_
+// threshold, from the same CPUID leaves: 192 MiB on the development VM).
+// Split into pieces below that size, each memcpy would use ordinary
+// stores, which read every destination line first and evict the cache,
+// and the whole copy would lose against one memcpy. Without cache sizes
+// (not x86-64, or no sysconf answer): never.
+static size_t accel_cpu_stream_threshold(void) {
+#if defined(__x86_64__) && defined(_SC_LEVEL3_CACHE_SIZE)
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) return (size_t)l3 / 4 * 3;
+#endif
+  return SIZE_MAX;
+}
+
 // Creates a pool of `width` threads in all (helpers plus the caller).
 static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
                                             uint32_t width,
@@ -205,6 +227,7 @@ static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
     pool->helpers++;
   }
   pool->width = pool->helpers + 1;
+  pool->stream_bytes = accel_cpu_stream_threshold();
   *out_pool = pool;
   return ACCEL_OK;
 }
@@ -269,14 +292,44 @@ typedef struct accel_cpu_bytes_job {
   size_t size;
   size_t chunk;
   uint8_t value;
+  bool stream;  // non-temporal stores (see accel_cpu_stream_threshold)
 } accel_cpu_bytes_job_t;
+
+// memcpy with non-temporal stores for the 64-byte-aligned body of `dst`.
+static void accel_cpu_copy_nt(unsigned char* dst, const unsigned char* src,
+                              size_t size) {
+#if defined(__x86_64__)
+  size_t head = (64 - ((uintptr_t)dst & 63)) & 63;
+  if (head > size) head = size;
+  memcpy(dst, src, head);
+  dst += head, src += head, size -= head;
+  size_t body = size & ~(size_t)63;
+  for (size_t i = 0; i < body; i += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i*)(src + i));
+    __m128i b = _mm_loadu_si128((const __m128i*)(src + i + 16));
+    __m128i c = _mm_loadu_si128((const __m128i*)(src + i + 32));
+    __m128i d = _mm_loadu_si128((const __m128i*)(src + i + 48));
+    _mm_stream_si128((__m128i*)(dst + i), a);
+    _mm_stream_si128((__m128i*)(dst + i + 16), b);
+    _mm_stream_si128((__m128i*)(dst + i + 32), c);
+    _mm_stream_si128((__m128i*)(dst + i + 48), d);
+  }
+  // Order the streaming stores before whatever signals completion.
+  _mm_sfence();
+  memcpy(dst + body, src + body, size - body);
+#else
+  memcpy(dst, src, size);
+#endif
+}
 
 static void accel_cpu_bytes_chunk(void* ctx, uint64_t index, uint32_t worker) {
   (void)worker;
   const accel_cpu_bytes_job_t* job = ctx;
   size_t begin = (size_t)index * job->chunk;
   size_t n = job->size - begin < job->chunk ? job->size - begin : job->chunk;
-  if (job->src != NULL) {
+  if (job->src != NULL && job->stream) {
+    accel_cpu_copy_nt(job->dst + begin, job->src + begin, n);
+  } else if (job->src != NULL) {
     memcpy(job->dst + begin, job->src + begin, n);
   } else {
     memset(job->dst + begin, job->value, n);
@@ -299,6 +352,7 @@ static bool accel_cpu_bytes_parallel(accel_cpu_plugin_t* plugin,
   chunk = (chunk + 4095) & ~(size_t)4095;
   if (chunk < ((size_t)256 << 10)) chunk = (size_t)256 << 10;
   job->chunk = chunk;
+  job->stream = job->size >= pool->stream_bytes;
   accel_cpu_pool_run(pool, (job->size + chunk - 1) / chunk,
                      accel_cpu_bytes_chunk, job);
   return true;
