@@ -51,10 +51,19 @@ TEST(explicit_request_names_reason) {
   ASSERT_STR_CONTAINS(accel_last_error(), getenv("CUDA_TEST_EXPECT"));
 }
 
+// cpu:0 opens whatever CUDA's state, and `auto` never picks an unusable
+// CUDA (on a GPU node it may pick a usable one, or another GPU).
 TEST(cpu_still_works) {
   accel_device_t* device = NULL;
-  ASSERT_OK(accel_device_default(&device));
+  ASSERT_OK(accel_device_open("cpu:0", &device));
   ASSERT_STR_EQ(accel_device_backend(device), "cpu");
+  accel_device_release(device);
+  accel_plugin_report_t r;
+  ASSERT(find_cuda(&r));
+  ASSERT_OK(accel_device_default(&device));
+  if (r.status != ACCEL_OK) {
+    ASSERT(strcmp(accel_device_backend(device), "cuda") != 0);
+  }
   accel_device_release(device);
 }
 

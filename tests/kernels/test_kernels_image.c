@@ -270,7 +270,8 @@ TEST(fuzz_smoke_images) {
 
 // accel_device_open() parses URIs from callers: random and mutated names
 // must give a status, never a crash, and never open a device that is not
-// "cpu:<n>" spelled exactly.
+// "<backend>" or "<backend>:<n>" spelled exactly (cpu, or a GPU backend on
+// a GPU node).
 TEST(fuzz_smoke_uris) {
   static const char* const seeds[] = {
       "cpu:0",          "cpu", "cpu:1", "cuda:0", "cpu:00", "cpu:-1",
@@ -296,7 +297,11 @@ TEST(fuzz_smoke_uris) {
     accel_device_t* device = NULL;
     accel_status_t s = accel_device_open(uri, &device);
     if (s == ACCEL_OK) {
-      ASSERT(strncmp(uri, "cpu", 3) == 0);
+      const char* backend = accel_device_backend(device);
+      size_t n = strlen(backend);
+      ASSERT(strncmp(uri, backend, n) == 0);
+      ASSERT(uri[n] == '\0' ||
+             (uri[n] == ':' && uri[n + 1] >= '0' && uri[n + 1] <= '9'));
       accel_device_release(device);
     } else {
       ASSERT_NULL(device);

@@ -9,6 +9,9 @@ docs/accel-info.md, with its JSON type, and nothing else. CHECKs:
   no_device=ID              no device with this id is listed
   devices=N                 exactly N devices
   selected=ID               selected.device is ID ("null" for null)
+  selected=auto             selected.device is what `auto` must pick here:
+                            a GPU device when any is listed (a GPU node),
+                            else cpu:0
   selected_error~TEXT       selected.error contains TEXT
   backend_env=VALUE         selected.backend_env is VALUE ("null" for null)
   plugin:FILE:KEY=VALUE     the plugin whose path ends in /FILE has KEY
@@ -174,6 +177,12 @@ def run_check(doc, check):
             fail("device %r listed" % want)
     elif key == "devices":
         compare("device count", len(ids), "=", want)
+    elif key == "selected" and op == "=" and want == "auto":
+        gpus = [d["id"] for d in doc["devices"] if d["type"] == "gpu"]
+        got = doc["selected"]["device"]
+        if (gpus and got not in gpus) or (not gpus and got != "cpu:0"):
+            fail("selected.device is %r; auto must pick %s" %
+                 (got, "one of %r" % gpus if gpus else "cpu:0"))
     elif key == "selected":
         compare("selected.device", doc["selected"]["device"], op, want)
     elif key == "selected_error":
