@@ -33,11 +33,14 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/accelConfig.cmake
         DESTINATION ${ACCEL_INSTALL_CMAKEDIR}
         COMPONENT dev)
 
-# pkg-config files. `cmake --install build --prefix P` may install somewhere
-# other than the CMAKE_INSTALL_PREFIX seen at configure time, so the .pc
-# files are configured at install time, when CMAKE_INSTALL_PREFIX holds the
-# real prefix. libdir and includedir stay relative to ${prefix} unless the
-# GNUInstallDirs values are absolute.
+# pkg-config files. They are relocatable: with a relative libdir, ${prefix}
+# is found from the .pc file's own directory (${pcfiledir}/../.. for
+# lib/pkgconfig), so a prefix that is moved or unpacked elsewhere still
+# works. With an absolute libdir they are configured at install time, when
+# CMAKE_INSTALL_PREFIX holds the real prefix (`cmake --install build
+# --prefix P` may differ from the one seen at configure time). libdir and
+# includedir stay relative to ${prefix} unless the GNUInstallDirs values
+# are absolute.
 function(accel_pc_dir out dir)
   if(IS_ABSOLUTE "${dir}")
     set(${out} "${dir}" PARENT_SCOPE)
@@ -49,8 +52,12 @@ accel_pc_dir(ACCEL_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
 accel_pc_dir(ACCEL_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(_accel_pc_dest "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+  set(_accel_pc_prefix "")  # the install prefix, at install time
 else()
   set(_accel_pc_dest "\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+  file(RELATIVE_PATH _accel_pc_up "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+  string(REGEX REPLACE "/$" "" _accel_pc_up "${_accel_pc_up}")
+  set(_accel_pc_prefix "\${pcfiledir}/${_accel_pc_up}")
 endif()
 
 foreach(pc accel accel-plugin)
@@ -59,8 +66,11 @@ foreach(pc accel accel-plugin)
     set(PROJECT_DESCRIPTION [[${PROJECT_DESCRIPTION}]])
     set(ACCEL_PC_LIBDIR [[${ACCEL_PC_LIBDIR}]])
     set(ACCEL_PC_INCLUDEDIR [[${ACCEL_PC_INCLUDEDIR}]])
-    get_filename_component(ACCEL_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\"
-                           ABSOLUTE)
+    set(ACCEL_PC_PREFIX [[${_accel_pc_prefix}]])
+    if(NOT ACCEL_PC_PREFIX)
+      get_filename_component(ACCEL_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\"
+                             ABSOLUTE)
+    endif()
     configure_file([[${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in]]
                    [[${PROJECT_BINARY_DIR}/pkgconfig/${pc}.pc]] @ONLY)
     file(INSTALL [[${PROJECT_BINARY_DIR}/pkgconfig/${pc}.pc]]
