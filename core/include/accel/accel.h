@@ -44,7 +44,7 @@ extern "C" {
 
 // Library version.
 #define ACCEL_VERSION_MAJOR 0
-#define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_MINOR 2
 #define ACCEL_VERSION_PATCH 0
 
 // ---------------------------------------------------------------------------
@@ -207,7 +207,7 @@ ACCEL_API const char* accel_last_error(void);
 // for a code this library does not know. Never NULL; static storage.
 ACCEL_API const char* accel_status_string(accel_status_t status);
 
-// Library version, "0.1.0". Static storage.
+// Library version, "0.2.0". Static storage.
 ACCEL_API const char* accel_version_string(void);
 
 // ===========================================================================
