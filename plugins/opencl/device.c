@@ -311,7 +311,6 @@ static void accel_opencl_read_props(accel_opencl_device_t* device,
   p->caps = ACCEL_DEVICE_CAP_PINNED_MEMORY;
   if (queue & CL_QUEUE_PROFILING_ENABLE) p->caps |= ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (shares_context) p->caps |= ACCEL_DEVICE_CAP_PEER_ACCESS;
-#ifdef ACCEL_OPENCL_HAVE_KERNELS
   cl_bool compiler = CL_FALSE;
   accel_opencl_info(device, CL_DEVICE_COMPILER_AVAILABLE, &compiler,
                     sizeof(compiler));
@@ -325,7 +324,6 @@ static void accel_opencl_read_props(accel_opencl_device_t* device,
     snprintf(p->module_formats, sizeof(p->module_formats), "opencl-c%s",
              device->has_il ? " spirv" : "");
   }
-#endif
 }
 
 // The context of the device's slot, created at the first open; under
@@ -399,9 +397,7 @@ accel_status_t accel_opencl_device_open(void* plugin_ptr, uint32_t index,
 void accel_opencl_device_close(void* device_ptr) {
   accel_opencl_device_t* device = device_ptr;
   if (device == NULL) return;
-#ifdef ACCEL_OPENCL_HAVE_KERNELS
   accel_opencl_builtins_release(device);
-#endif
   // The core frees pinned blocks before closing; any left are released
   // with the context at unload.
   device->cl->clFinish(device->sync_queue);

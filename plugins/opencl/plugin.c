@@ -9,9 +9,7 @@
 #include <stdlib.h>
 
 #include "accel_opencl.h"
-#ifdef ACCEL_OPENCL_HAVE_KERNELS
 #include "builtins.h"  // accel_opencl_clblast_close
-#endif
 
 static accel_status_t accel_opencl_load(const accel_host_t* host,
                                         void** out_plugin) {
@@ -30,9 +28,7 @@ static void accel_opencl_unload(void* plugin_ptr) {
   accel_opencl_plugin_t* plugin = plugin_ptr;
   if (plugin == NULL) return;
   // Every device is closed by now.
-#ifdef ACCEL_OPENCL_HAVE_KERNELS
   accel_opencl_clblast_close(plugin);
-#endif
   if (plugin->icd != NULL) {
     accel_opencl_devices_release(plugin);
     accel_opencl_icd_close(plugin);
@@ -66,7 +62,6 @@ static const accel_device_ops_t accel_opencl_device_ops = {
     .event_synchronize = accel_opencl_event_synchronize,
     .event_query = accel_opencl_event_query,
     .event_elapsed_ms = accel_opencl_event_elapsed_ms,
-#ifdef ACCEL_OPENCL_HAVE_KERNELS
     .module_load = accel_opencl_module_load,
     .module_unload = accel_opencl_module_unload,
     .module_function = accel_opencl_module_function,
@@ -80,7 +75,6 @@ static const accel_device_ops_t accel_opencl_device_ops = {
     .op_mul = accel_opencl_op_mul,
     .op_sum = accel_opencl_op_sum,
     .op_gemm = accel_opencl_op_gemm,
-#endif
 };
 
 static const accel_plugin_t accel_opencl_plugin = {

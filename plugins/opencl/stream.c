@@ -91,15 +91,8 @@ static bool accel_opencl_stream_prune(accel_opencl_stream_t* stream,
 accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
                                             cl_int err, cl_event event,
                                             const char* what) {
-  const accel_host_t* host = stream->device->host;
   if (err != CL_SUCCESS) {
-    return host->fail(host,
-                      err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
-                              err == CL_OUT_OF_RESOURCES
-                          ? ACCEL_ERROR_OUT_OF_DEVICE_MEMORY
-                          : ACCEL_ERROR_BACKEND,
-                      "opencl:%u: %s: %s", stream->device->index, what,
-                      accel_opencl_error_name(err));
+    return accel_opencl_check(stream->device->host, err, what);
   }
   pthread_mutex_lock(&stream->mutex);
   if (event == NULL) {

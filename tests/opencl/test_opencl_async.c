@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
-// The OpenCL plugin's stream machinery seen from inside: this test is
-// built from the plugin's runtime sources, so it can hold a queue with a
-// user event (a command that waits for the host) and make it fail. It
+// The OpenCL plugin's stream machinery seen from inside: this test reads
+// the plugin's stream and device structs (accel_opencl.h) and is built
+// with stream.c and icd.c, so it can hold a stream's queue with a user
+// event (a command that waits for the host), track it as the plugin
+// tracks its own commands, and make it fail. It
 // checks that stream_query never blocks, that a failed command becomes
 // the stream's sticky error for synchronize and query, that elapsed time
 // of an event not yet reached is NOT_READY, that a stream waiting for an
@@ -18,15 +20,14 @@
 // Opens device 0 of a fresh plugin state or skips the test.
 #define OPEN_OR_SKIP(fx)                                                   \
   do {                                                                     \
-    OCL_ASSERT_OK(ocl_load(accel_plugin_entry(ACCEL_PLUGIN_ABI_VERSION),   \
-                           &(fx)));                                        \
+    const accel_plugin_t* desc_ = ocl_descriptor();                       \
+    ASSERT_NOT_NULL(desc_);                                                \
+    OCL_ASSERT_OK(ocl_load(desc_, &(fx)));                                 \
     if (!ocl_open_device(&(fx), 0)) {                                      \
       ocl_unload(&(fx));                                                   \
       SKIP("no OpenCL device");                                            \
     }                                                                      \
   } while (0)
-
-const accel_plugin_t* accel_plugin_entry(uint32_t host_abi);
 
 // Makes `stream`'s queue wait for a new user event, which is returned.
 static cl_event block(accel_opencl_stream_t* stream) {

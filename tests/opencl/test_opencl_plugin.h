@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 //
-// Helpers for the OpenCL plugin's tests, which drive the plugin through
-// its descriptor with the test host table (tests/test_host.h), without
-// libaccel: open the plugin, count and open a device, and assertions that
-// print the message the plugin recorded. Header-only: every definition is
-// static. Include after test.h and test_host.h.
+// Helpers for the OpenCL plugin's tests, which drive the built plugin
+// (ACCEL_OPENCL_PLUGIN_FILE, set by CMake) through its descriptor with the
+// test host table (tests/test_host.h), without libaccel: open the plugin,
+// count and open a device, and assertions that print the message the
+// plugin recorded. Header-only: every definition is static. Include after
+// test.h and test_host.h.
 #ifndef ACCEL_TESTS_OPENCL_TEST_OPENCL_PLUGIN_H_
 #define ACCEL_TESTS_OPENCL_TEST_OPENCL_PLUGIN_H_
 
 #include <accel/plugin.h>
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +24,18 @@
                     test_host_message);                                    \
   } while (0)
 #define OCL_ASSERT_OK(call) OCL_ASSERT_STATUS(call, ACCEL_OK)
+
+// The descriptor of the built plugin, dlopened once and kept open for the
+// process; NULL if it cannot be loaded.
+static const accel_plugin_t* ocl_descriptor(void) {
+  void* dl = dlopen(ACCEL_OPENCL_PLUGIN_FILE, RTLD_NOW | RTLD_LOCAL);
+  if (dl == NULL) return NULL;
+  union {
+    void* p;
+    accel_plugin_entry_fn_t f;
+  } entry = {.p = dlsym(dl, ACCEL_PLUGIN_ENTRY_NAME)};
+  return entry.p != NULL ? entry.f(ACCEL_PLUGIN_ABI_VERSION) : NULL;
+}
 
 // One loaded plugin instance and, once opened, its device 0 (or `index`).
 typedef struct ocl_fixture {

@@ -10,23 +10,12 @@
 // across devices, in one context or, with ACCEL_OPENCL_CONTEXTS=device,
 // two. tests/opencl/CMakeLists.txt runs each test in its own process with
 // the environment it needs.
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "test.h"
 #include "test_host.h"
 #include "opencl/test_opencl_plugin.h"
-
-static const accel_plugin_t* ocl_descriptor(void) {
-  void* dl = dlopen(ACCEL_OPENCL_PLUGIN_FILE, RTLD_NOW | RTLD_LOCAL);
-  if (dl == NULL) return NULL;  // kept open for the process
-  union {
-    void* p;
-    accel_plugin_entry_fn_t f;
-  } entry = {.p = dlsym(dl, ACCEL_PLUGIN_ENTRY_NAME)};
-  return entry.p != NULL ? entry.f(ACCEL_PLUGIN_ABI_VERSION) : NULL;
-}
 
 // Whether a library whose path contains `name` is mapped in this process.
 static bool mapped(const char* name) {
