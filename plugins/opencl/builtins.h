@@ -81,11 +81,16 @@ typedef struct accel_opencl_builtins {
   cl_program program;
   accel_opencl_kernel_t kernels[ACCEL_OPENCL_K_COUNT];
   uint32_t gemm_tile;  // ACCEL_GEMM_TS it was built with
+  // A failed build is remembered (program NULL), so later ops report it
+  // at once instead of paying the compiler again.
+  accel_status_t status;
+  char why[ACCEL_OPENCL_MESSAGE_SIZE];
 } accel_opencl_builtins_t;
 
 // Returns the device's built-in kernels, building them at the first call
-// (under device->mutex; later calls only read the pointer). The result
-// lives until accel_opencl_builtins_release. Thread-safe.
+// (under device->mutex). A build that failed fails every later call with
+// the same status and reason. The result lives until
+// accel_opencl_builtins_release. Thread-safe.
 accel_status_t accel_opencl_builtins_get(accel_opencl_device_t* device,
                                          accel_opencl_builtins_t** out);
 

@@ -88,24 +88,24 @@ accel_status_t accel_opencl_kernel_run(accel_opencl_stream_t* stream,
 // The built-in program
 // ---------------------------------------------------------------------------
 
-static void accel_opencl_builtins_free(accel_opencl_device_t* device,
-                                       accel_opencl_builtins_t* b) {
+// Releases the kernels and the program of `b` (not `b` itself).
+static void accel_opencl_builtins_clear(accel_opencl_device_t* device,
+                                        accel_opencl_builtins_t* b) {
   for (int i = 0; i < ACCEL_OPENCL_K_COUNT; i++) {
     if (b->kernels[i].kernel == NULL) continue;
     device->cl->clReleaseKernel(b->kernels[i].kernel);
     pthread_mutex_destroy(&b->kernels[i].mutex);
+    b->kernels[i].kernel = NULL;
   }
   if (b->program != NULL) device->cl->clReleaseProgram(b->program);
-  free(b);
+  b->program = NULL;
 }
 
-static accel_status_t accel_opencl_builtins_create(
-    accel_opencl_device_t* device, accel_opencl_builtins_t** out) {
+// Builds the program and its kernels into `b`; on failure releases what
+// it made and returns the status (the message is the thread's error).
+static accel_status_t accel_opencl_builtins_build(
+    accel_opencl_device_t* device, accel_opencl_builtins_t* b) {
   const accel_host_t* host = device->host;
-  accel_opencl_builtins_t* b = calloc(1, sizeof(*b));
-  if (b == NULL) {
-    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "built-in kernels");
-  }
   // 16 x 16 GEMM tiles need work-groups of 256.
   b->gemm_tile = device->props.max_threads_per_block >= 256 ? 16 : 8;
   char options[64];
@@ -127,31 +127,53 @@ static accel_status_t accel_opencl_builtins_create(
       b->kernels[i].kernel = k;
     }
   }
-  if (status != ACCEL_OK) {
-    accel_opencl_builtins_free(device, b);
-    return status;
+  if (status != ACCEL_OK) accel_opencl_builtins_clear(device, b);
+  return status;
+}
+
+accel_status_t accel_opencl_builtins_get(accel_opencl_device_t* device,
+                                         accel_opencl_builtins_t** out) {
+  const accel_host_t* host = device->host;
+  *out = NULL;
+  pthread_mutex_lock(&device->mutex);
+  accel_opencl_builtins_t* b = device->builtins;
+  if (b == NULL) {
+    b = calloc(1, sizeof(*b));
+    if (b == NULL) {
+      pthread_mutex_unlock(&device->mutex);
+      return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "built-in kernels");
+    }
+    b->status = accel_opencl_builtins_build(device, b);
+    if (b->status != ACCEL_OK) {
+      // The reason (with the build log) is this thread's error message,
+      // which the plugin cannot read back; later callers get a pointer.
+      snprintf(b->why, sizeof(b->why),
+               "status %d; the first op that tried reported why", b->status);
+      host->log(host, ACCEL_LOG_WARN,
+                "%s: the built-in kernels failed to build; every op on "
+                "this device fails until it is reopened",
+                device->props.name);
+    }
+    device->builtins = b;
+    pthread_mutex_unlock(&device->mutex);
+    if (b->status != ACCEL_OK) return b->status;  // message already set
+    *out = b;
+    return ACCEL_OK;
+  }
+  pthread_mutex_unlock(&device->mutex);
+  if (b->status != ACCEL_OK) {
+    return host->fail(host, b->status,
+                      "the built-in kernels of %s failed to build earlier: %s",
+                      device->props.name, b->why);
   }
   *out = b;
   return ACCEL_OK;
 }
 
-accel_status_t accel_opencl_builtins_get(accel_opencl_device_t* device,
-                                         accel_opencl_builtins_t** out) {
-  pthread_mutex_lock(&device->mutex);
-  accel_status_t status = ACCEL_OK;
-  if (device->builtins == NULL) {
-    accel_opencl_builtins_t* b = NULL;
-    status = accel_opencl_builtins_create(device, &b);
-    if (status == ACCEL_OK) device->builtins = b;
-  }
-  *out = device->builtins;
-  pthread_mutex_unlock(&device->mutex);
-  return status;
-}
-
 void accel_opencl_builtins_release(accel_opencl_device_t* device) {
   if (device == NULL || device->builtins == NULL) return;
-  accel_opencl_builtins_free(device, device->builtins);
+  accel_opencl_builtins_clear(device, device->builtins);
+  free(device->builtins);
   device->builtins = NULL;
 }
 

@@ -507,6 +507,10 @@ TEST(gemm_matches_reference) {
   printf("  ACCEL_OPENCL_CLBLAST=%s ACCEL_OPENCL_GEMM=%s\n",
          getenv("ACCEL_OPENCL_CLBLAST") ? getenv("ACCEL_OPENCL_CLBLAST") : "",
          getenv("ACCEL_OPENCL_GEMM") ? getenv("ACCEL_OPENCL_GEMM") : "");
+  // With the failing stand-in CLBlast (fake_clblast.c), every f32 GEMM
+  // must have tried it and then fallen back to the plugin's kernel.
+  const char* mark = getenv("FAKE_CLBLAST_MARK");
+  if (mark != NULL) remove(mark);
   static const accel_dtype_t pairs[][2] = {
       {ACCEL_DTYPE_F32, ACCEL_DTYPE_F32}, {ACCEL_DTYPE_F16, ACCEL_DTYPE_F16},
       {ACCEL_DTYPE_BF16, ACCEL_DTYPE_BF16}, {ACCEL_DTYPE_F16, ACCEL_DTYPE_F32},
@@ -530,6 +534,11 @@ TEST(gemm_matches_reference) {
                      160, 0, 1.0, 0.0, true};
   bad += check_gemm(&big);
   ASSERT_EQ(bad, 0);
+  if (mark != NULL) {
+    FILE* f = fopen(mark, "r");
+    ASSERT_NOT_NULL(f);  // the stand-in was never called
+    fclose(f);
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -188,6 +188,23 @@ kernel void accel_elementwise(global uchar* z, ulong z_off,
   }
 }
 
+// Adds the work-group's per-item sums `sf` and `si` in a fixed tree in
+// local memory; lf[0] and li[0] hold the totals afterwards. Every item of
+// the group must call it.
+void accel_sum_tree(local float* lf, local long* li, uint lid, float sf,
+                    long si) {
+  lf[lid] = sf;
+  li[lid] = si;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint w = ACCEL_SUM_WG / 2; w > 0; w /= 2) {
+    if (lid < w) {
+      lf[lid] += lf[lid + w];
+      li[lid] += li[lid + w];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+
 // First pass of the sum: work-group g sums elements [g * chunk, (g + 1) *
 // chunk) into partial[g] (float, or long for I32). Each work-item adds a
 // strided slice in order, then the group adds the items' sums in a fixed
@@ -210,16 +227,7 @@ accel_sum_partial(global const uchar* x, ulong x_off, uint dtype, ulong n,
       sf += accel_load(x, dtype, x_off + i);
     }
   }
-  lf[lid] = sf;
-  li[lid] = si;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint w = ACCEL_SUM_WG / 2; w > 0; w /= 2) {
-    if (lid < w) {
-      lf[lid] += lf[lid + w];
-      li[lid] += li[lid + w];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  accel_sum_tree(lf, li, lid, sf, si);
   if (lid == 0) {
     if (dtype == ACCEL_I32) {
       ((global long*)partial)[g] = li[0];
@@ -247,16 +255,7 @@ accel_sum_final(global const uchar* partial, uint groups, uint dtype,
       sf += ((global const float*)partial)[i];
     }
   }
-  lf[lid] = sf;
-  li[lid] = si;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint w = ACCEL_SUM_WG / 2; w > 0; w /= 2) {
-    if (lid < w) {
-      lf[lid] += lf[lid + w];
-      li[lid] += li[lid + w];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
+  accel_sum_tree(lf, li, lid, sf, si);
   if (lid == 0) {
     if (dtype == ACCEL_I32) {
       ((global uint*)out)[out_off] = (uint)li[0];
