@@ -4,7 +4,7 @@
 // the core (accel_buffer_create + accel_buffer_release on cpu:0) against a
 // raw allocation from the CPU plugin itself (its mem_alloc + mem_free,
 // called directly after dlopen, no core involved), and against the core
-// with caching off (ACCEL_ALLOCATOR=raw). DESIGN's budget: a cache hit
+// with caching off (ACCEL_ALLOCATOR=raw). The budget: a cache hit
 // costs at most 100 ns per pair.
 //
 // Each figure is the median over --trials runs of --pairs pairs, with the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// The device-agnostic caching allocator (DESIGN decision 10), one per
+// The device-agnostic caching allocator (architecture decision 10), one per
 // device. Modelled on PyTorch's CUDA caching allocator, done once in the
 // core so every plugin gets it.
 //

@@ -241,7 +241,7 @@ void accel__image_describe(const void* image, size_t size, char* target,
 
 // ---------------------------------------------------------------------------
 // Memory: the caching allocator (allocator.c) and pinned host memory pool
-// (host_pool.c). DESIGN decision 10.
+// (host_pool.c). Architecture decision 10.
 // ---------------------------------------------------------------------------
 
 // Creates the allocator of a freshly opened `device` (reads ACCEL_ALLOCATOR)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// Built-in ops (DESIGN decision 12): the core checks streams, dtypes,
+// Built-in ops (architecture decision 12): the core checks streams, dtypes,
 // counts, bounds and devices once, with messages that name the operand and
 // the numbers, and hands the plugin only requests it can run blindly. The
 // checks are a handful of compares and never allocate; the one allocation

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
-// Device names ("cuda:1") and selection (ACCEL_BACKEND, DESIGN decision 3).
+// Device names ("cuda:1") and selection (ACCEL_BACKEND, decision 3 in
+// docs/architecture.md).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
 // raw mem_alloc + mem_free pair of the directly loaded plugin, per size.
 // Freeing at once and allocating the same size again is the pattern a
 // caching allocator serves from its cache, so once the core has one (issue
-// 4) the accel side measures a cache hit (DESIGN "Budgets": <= 100 ns per
+// 4) the accel side measures a cache hit (architecture "Budgets": <= 100 ns per
 // pair); before that it measures the core's uncached path. Nothing here
 // depends on which. Where the backend has a raw vendor allocator below
 // the plugin (CUDA: cuMemAlloc + cuMemFree, cuda_raw.c), a second row

@@ -5,7 +5,7 @@
 // versions, from pageable (malloc) and pinned (accel_host_alloc) host
 // memory, against the backend's vendor baseline from baseline.c (memcpy on
 // the CPU). Reported in GB/s (10^9 bytes per second); the budget is on the
-// ratio (DESIGN "Budgets": >= 95% of the baseline).
+// ratio (docs/architecture.md, "Budgets": >= 95% of the baseline).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

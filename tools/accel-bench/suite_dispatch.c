@@ -4,7 +4,7 @@
 // through the public API and the same plugin entry through the directly
 // loaded plugin (direct.c), on handles of the same kind in the same state,
 // and reports nanoseconds per call for both; the budget is on the
-// difference (DESIGN "Budgets": <= 20 ns).
+// difference (docs/architecture.md, "Budgets": <= 20 ns).
 #include <accel/plugin.h>
 #include <string.h>
 

@@ -6,7 +6,7 @@
 // each op on its pool of `compute_units` threads, so the judged baseline
 // is the same loop split over as many threads of a persistent pool
 // (pool.c); the one-thread loop is reported beside it ("<op>_1thread"),
-// with the same accel figure, to show what the pool buys. The design sets
+// with the same accel figure, to show what the pool buys. Architecture.md sets
 // no budget here: 90% of the threaded loop is shown for information.
 //
 // The accel side enqueues `iters` ops on one stream and synchronises once

@@ -5,7 +5,7 @@
 // - latency: one launch, then accel_stream_synchronize, repeated;
 // - throughput: launches back to back, one synchronisation per batch of
 //   up to BENCH_LAUNCH_BATCH (which bounds the queue), per launch.
-// The baseline is the raw vendor launch (DESIGN "Budgets": accel <= raw +
+// The baseline is the raw vendor launch (architecture "Budgets": accel <= raw +
 // 0.5 us). On the CPU there is no launch API below accel's: the baseline
 // is the kernel function itself, found with dlsym() in the same module
 // file and called on the host, so the difference is everything accel and

@@ -3,7 +3,7 @@
 // startup: wall time and peak memory of accel-info as a child process,
 // with whatever plugins its installation has, against /bin/true spawned
 // the same way, so the cost of fork/exec and of the dynamic loader shows
-// as the baseline. The budgets (DESIGN "Budgets": <= 20 ms, <= 10 MB on a
+// as the baseline. The budgets (architecture "Budgets": <= 20 ms, <= 10 MB on a
 // machine with no GPU) are printed for information only: the figure
 // depends on the machine far more than on accel.
 #define _DEFAULT_SOURCE  // wait4() and ru_maxrss are BSD, not POSIX

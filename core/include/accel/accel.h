@@ -211,8 +211,8 @@ ACCEL_API const char* accel_status_string(accel_status_t status);
 ACCEL_API const char* accel_version_string(void);
 
 // ===========================================================================
-// Load report (DESIGN decision 8): what the core found and why each plugin
-// did or did not load.
+// Load report (architecture decision 8): what the core found and why each
+// plugin did or did not load.
 // ===========================================================================
 
 // How far loading a candidate got.
@@ -297,7 +297,7 @@ ACCEL_API accel_status_t accel_device_get(uint32_t index,
 ACCEL_API accel_status_t accel_device_open(const char* uri,
                                            accel_device_t** out_device);
 
-// Opens the device the environment selects (ACCEL_BACKEND, DESIGN
+// Opens the device the environment selects (ACCEL_BACKEND, architecture
 // decision 3): an ordered, comma-separated list of "auto", "backend" or
 // "backend:index"; the first usable entry wins. Unset or empty means
 // "auto": the first device of the usable plugin with the highest priority,
@@ -449,7 +449,7 @@ ACCEL_API accel_status_t accel_buffer_fill(accel_buffer_t* buffer,
                                            size_t size);
 
 // ===========================================================================
-// Memory: caching allocator and statistics (DESIGN decision 10).
+// Memory: caching allocator and statistics (architecture decision 10).
 //
 // Every device has one caching allocator in the core, whatever the backend.
 // Requests are rounded up to 512 bytes. Requests of up to 1 MiB share 2 MiB
@@ -688,7 +688,7 @@ ACCEL_API accel_status_t accel_event_elapsed_ms(accel_event_t* start,
                                                 float* out_ms);
 
 // ===========================================================================
-// Built-in ops (DESIGN decision 12): portable kernels every first-party
+// Built-in ops (architecture decision 12): portable kernels every first-party
 // backend implements, checked against the CPU plugin by the conformance
 // suite. Each is enqueued on `stream` and returns once enqueued, like a
 // kernel launch; errors of the work surface at the next synchronisation.

@@ -474,7 +474,7 @@ typedef struct accel_device_ops {
                            const accel_plugin_launch_t* launch);
 
   // -- since ABI 1.1 --
-  // Built-in portable ops (DESIGN decision 12). Each is (optional): NULL
+  // Built-in portable ops (architecture decision 12). Each is (optional): NULL
   // makes the core return ACCEL_ERROR_UNSUPPORTED. Every op is enqueued on
   // `stream` (never NULL) like a kernel. Offsets are bytes into the plugin
   // memory, counts are elements, `dtype` is an accel_dtype_t. The core has
