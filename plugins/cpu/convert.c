@@ -14,6 +14,7 @@
 #include "cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define ACCEL_CPU_HAVE_X86 1
 #endif
@@ -83,6 +84,15 @@ typedef void (*accel_cpu_f2h_fn_t)(uint16_t* restrict, const float* restrict,
 static _Atomic(accel_cpu_h2f_fn_t) accel_cpu_h2f;
 static _Atomic(accel_cpu_f2h_fn_t) accel_cpu_f2h;
 
+#if ACCEL_CPU_HAVE_X86
+// F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+// does not know "f16c".
+static bool accel_cpu_has_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
+
 static void accel_cpu_convert_select(void) {
   accel_cpu_h2f_fn_t h2f = accel_cpu_f16_to_f32_portable;
   accel_cpu_f2h_fn_t f2h = accel_cpu_f32_to_f16_portable;
@@ -91,7 +101,7 @@ static void accel_cpu_convert_select(void) {
   if (__builtin_cpu_supports("avx512f")) {
     h2f = accel_cpu_f16_to_f32_avx512;
     f2h = accel_cpu_f32_to_f16_avx512;
-  } else if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) {
+  } else if (__builtin_cpu_supports("avx") && accel_cpu_has_f16c()) {
     h2f = accel_cpu_f16_to_f32_f16c;
     f2h = accel_cpu_f32_to_f16_f16c;
   }
