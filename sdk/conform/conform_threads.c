@@ -12,7 +12,14 @@
 
 #include "conform.h"
 
-enum { CONFORM_THREADS = 4, CONFORM_ROUNDS = 60, CONFORM_ELEMS = 4096 };
+// Launches per round: back to back, so the threads' launches of the one
+// kernel object really overlap.
+enum {
+  CONFORM_THREADS = 4,
+  CONFORM_ROUNDS = 60,
+  CONFORM_LAUNCHES = 25,
+  CONFORM_ELEMS = 4096
+};
 
 typedef struct conform_thread {
   conform_ctx_t* ctx;
@@ -25,8 +32,8 @@ typedef struct conform_thread {
   char error[256];
 } conform_thread_t;
 
-// One round: write `in`, copy it a->b, add one to the first n elements of
-// b with the shared kernel, fill c with a per-round value, read b and c
+// One round: write `in`, copy it a->b, add one CONFORM_LAUNCHES times to
+// the first n elements of b with the shared kernel, fill c with a per-round value, read b and c
 // back, synchronise, compare.
 static bool conform_thread_round(conform_thread_t* t, int round) {
   const size_t bytes = sizeof(t->in);
@@ -46,7 +53,9 @@ static bool conform_thread_round(conform_thread_t* t, int round) {
         {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = t->b},
         {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
     };
-    s = accel_kernel_launch(t->kernel, t->stream, &config, 2, args);
+    for (int l = 0; l < CONFORM_LAUNCHES && s == ACCEL_OK; l++) {
+      s = accel_kernel_launch(t->kernel, t->stream, &config, 2, args);
+    }
   }
   if (s == ACCEL_OK && t->ops) {
     s = accel_op_fill(t->stream, t->c, 0, ACCEL_DTYPE_I32, CONFORM_ELEMS, fill);
@@ -62,7 +71,8 @@ static bool conform_thread_round(conform_thread_t* t, int round) {
     return false;
   }
   for (int i = 0; i < CONFORM_ELEMS; i++) {
-    int32_t want = t->in[i] + (t->kernel != NULL && (uint32_t)i < n ? 1 : 0);
+    int32_t want =
+        t->in[i] + (t->kernel != NULL && (uint32_t)i < n ? CONFORM_LAUNCHES : 0);
     if (t->out_b[i] != want) {
       snprintf(t->error, sizeof(t->error),
                "thread %d round %d: copy%s element %d is %d, expected %d",

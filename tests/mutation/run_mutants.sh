@@ -1,0 +1,148 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Mutation test of accel-conform: plants each bug of mutants.txt, one at a
+# time, in a COPY of the template or CPU plugin sources (the real sources
+# are never touched), builds that mutant plugin and runs accel-conform on
+# it; every mutant must make accel-conform fail (exit 1, or die).
+#
+#   run_mutants.sh SOURCE_DIR WORK_DIR ACCEL_CONFORM KERNEL_DIR CC [ID...]
+#
+# Unmutated objects are compiled once per plugin and shared; a mutant
+# recompiles only the file it changes (all files when it changes a header).
+# Prints one line per mutant and "mutation score: N of M caught"; writes
+# the same to WORK_DIR/report.txt. Exit 0 only when every mutant was
+# caught. A mutant whose sed script changes nothing, that does not build,
+# or that accel-conform cannot load (exit 2 or 77) is an error, not a catch.
+set -u
+src=$1 work=$2 conform=$3 kernels=$4 cc=$5
+shift 5
+only="$*"
+table="$src/tests/mutation/mutants.txt"
+flags="-std=c11 -O2 -fPIC -fvisibility=hidden -pthread -w -D_POSIX_C_SOURCE=200809L -I$src/sdk/include"
+mkdir -p "$work"
+rm -rf "$work/base-template" "$work/base-cpu" "$work/m"  # sources may change
+report="$work/report.txt"
+: > "$report"
+
+say() { echo "$*"; echo "$*" >> "$report"; }
+
+plugin_dir() {
+  case $1 in
+    template) echo "$src/sdk/template" ;;
+    cpu) echo "$src/plugins/cpu" ;;
+  esac
+}
+
+plugin_flags() {
+  case $1 in
+    template) echo "-DTEMPLATE_VERSION=\"mutant\"" ;;
+    cpu) echo "-DACCEL_CPU_VERSION=\"mutant\"" ;;
+  esac
+}
+
+# compile PLUGIN SRCDIR OUTDIR FILE...: objects of FILE... into OUTDIR.
+compile() {
+  p=$1 dir=$2 out=$3
+  shift 3
+  mkdir -p "$out"
+  for f in "$@"; do
+    opt=""
+    case $p/$f in cpu/kernels.c|cpu/convert.c) opt="-O3" ;; esac
+    $cc $flags $opt $(plugin_flags "$p") -I"$dir" -c "$dir/$f" \
+      -o "$out/${f%.c}.o" 2>> "$out/build.log" || return 1
+  done
+}
+
+# run_conform SO FILTER LOG: accel-conform on one plugin file; returns
+# its exit status.
+run_conform() {
+  ACCEL_PLUGIN_PATH= ACCEL_BACKEND= ACCEL_LOG= ACCEL_CPU_MEMORY_LIMIT=8G \
+    timeout 300 "$conform" --plugin "$1" --kernel-dir "$kernels" \
+    --timeout 3 --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
+}
+
+# The unmutated objects of a plugin, built once, and the control: the
+# unmutated plugin linked from them must pass the whole suite, or no
+# mutant result would mean anything.
+base() {
+  p=$1
+  if [ ! -f "$work/base-$p/.done" ]; then
+    rm -rf "$work/base-$p"
+    (cd "$(plugin_dir "$p")" && ls *.c) > "$work/sources-$p"
+    compile "$p" "$(plugin_dir "$p")" "$work/base-$p" \
+      $(cat "$work/sources-$p") || return 1
+    objs=""
+    for f in $(cat "$work/sources-$p"); do objs="$objs $work/base-$p/${f%.c}.o"; done
+    $cc -shared -pthread -o "$work/base-$p/libaccel-$p.so" $objs -ldl -lm \
+      2>> "$work/base-$p/build.log" || return 1
+    if ! run_conform "$work/base-$p/libaccel-$p.so" '*' "$work/base-$p/conform.log"; then
+      say "ERROR  control: the unmutated $p plugin fails accel-conform:"
+      grep -E '^FAIL' "$work/base-$p/conform.log" | head -5 | tee -a "$report"
+      return 1
+    fi
+    say "PASS   control: the unmutated $p plugin passes accel-conform"
+    touch "$work/base-$p/.done"
+  fi
+}
+
+total=0 caught=0 errors=0
+tab=$(printf '\t')
+while IFS="$tab" read -r id p file filter script; do
+  case $id in ''|'#'*) continue ;; esac
+  if [ -n "$only" ]; then
+    case " $only " in *" $id "*) ;; *) continue ;; esac
+  fi
+  total=$((total + 1))
+  if ! base "$p"; then
+    say "ERROR  $id: the unmutated $p plugin does not build or pass (see $work/base-$p)"
+    errors=$((errors + 1))
+    continue
+  fi
+  m="$work/m/$id"
+  rm -rf "$m"
+  mkdir -p "$m/src" "$m/obj"
+  cp "$(plugin_dir "$p")"/*.c "$(plugin_dir "$p")"/*.h "$m/src/"
+  sed -e "$script" "$(plugin_dir "$p")/$file" > "$m/src/$file"
+  if cmp -s "$(plugin_dir "$p")/$file" "$m/src/$file"; then
+    say "ERROR  $id: the sed script does not change $p/$file"
+    errors=$((errors + 1))
+    continue
+  fi
+  objs=""
+  case $file in
+    *.h)
+      compile "$p" "$m/src" "$m/obj" $(cat "$work/sources-$p") || objs=FAIL
+      for f in $(cat "$work/sources-$p"); do objs="$objs $m/obj/${f%.c}.o"; done
+      ;;
+    *)
+      compile "$p" "$m/src" "$m/obj" "$file" || objs=FAIL
+      for f in $(cat "$work/sources-$p"); do
+        if [ "$f" = "$file" ]; then objs="$objs $m/obj/${f%.c}.o"
+        else objs="$objs $work/base-$p/${f%.c}.o"; fi
+      done
+      ;;
+  esac
+  so="$m/libaccel-$p.so"
+  case $objs in FAIL*) false ;; *) $cc -shared -pthread -o "$so" $objs -ldl -lm 2>> "$m/obj/build.log" ;; esac
+  if [ $? -ne 0 ]; then
+    say "ERROR  $id: the mutant does not build (see $m/obj/build.log)"
+    errors=$((errors + 1))
+    continue
+  fi
+  start=$(date +%s)
+  run_conform "$so" "$filter" "$m/conform.log"
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  failed=$(grep -E '^(FAIL|XPASS) ' "$m/conform.log" | head -1 | cut -c1-110)
+  case $rc in
+    0) say "MISSED $id ($p/$file, --filter '$filter', ${secs}s)" ;;
+    1) caught=$((caught + 1)); say "CAUGHT $id (${secs}s): $failed" ;;
+    2|77|126|127) errors=$((errors + 1))
+          say "ERROR  $id: accel-conform could not run it (exit $rc): $(tail -1 "$m/conform.log")" ;;
+    124) caught=$((caught + 1)); say "CAUGHT $id (${secs}s): hung past 300 s" ;;
+    *) caught=$((caught + 1)); say "CAUGHT $id (${secs}s): accel-conform died (exit $rc) after: $(tail -1 "$m/conform.log" | cut -c1-80)" ;;
+  esac
+done < "$table"
+say "mutation score: $caught of $total caught ($errors errors)"
+[ "$total" -gt 0 ] && [ "$caught" -eq "$total" ]
