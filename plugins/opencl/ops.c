@@ -34,8 +34,8 @@ extern const size_t accel_opencl_ops_source_size;
 #define ACCEL_OPENCL_MAX_GLOBAL ((uint64_t)1 << 20)
 
 static const char* const accel_opencl_builtin_names[ACCEL_OPENCL_K_COUNT] = {
-    "accel_cast",        "accel_elementwise", "accel_sum_partial",
-    "accel_sum_final",   "accel_gemm",        "accel_gemm_zero",
+    "accel_cast",      "accel_elementwise", "accel_sum_partial",
+    "accel_sum_final", "accel_gemm",
 };
 
 size_t accel_opencl_dtype_size(uint32_t dtype) {

@@ -57,19 +57,3 @@ kernel __attribute__((reqd_work_group_size(TS, TS, 1))) void accel_gemm(
     accel_store(c, c_dtype, i, r);
   }
 }
-
-// Sets the m x n matrix C (leading dimension ldc) to zero, so that a BLAS
-// that computes beta * C even for beta == 0 cannot turn a NaN in C into
-// a NaN result.
-kernel void accel_gemm_zero(global uchar* c, ulong c_off, ulong ldc, ulong m,
-                            ulong n, uint c_dtype) {
-  ulong total = m * n;
-  for (ulong i = get_global_id(0); i < total; i += get_global_size(0)) {
-    ulong idx = c_off + (i / n) * ldc + i % n;
-    if (c_dtype == ACCEL_F32) {
-      ((global float*)c)[idx] = 0.0f;
-    } else {
-      ((global ushort*)c)[idx] = (ushort)0;
-    }
-  }
-}
