@@ -108,6 +108,8 @@ struct accel_cuda_device {
   // Shared memory per block: without opt-in (48 KiB) and the most a kernel
   // may opt in to (227 KiB on sm_90), 0 when the driver does not say.
   uint32_t max_shared, max_shared_optin;
+  // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X/Y/Z (0 when the driver does not say).
+  uint32_t max_grid[3];
   uint8_t uuid[16];
   char pci_bus_id[32];
   accel_device_caps_t caps;

@@ -122,6 +122,12 @@ static accel_status_t accel_cuda_device_read(accel_cuda_device_t* device) {
       device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   device->max_shared_optin = (uint32_t)accel_cuda_attr(
       device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  static const CUdevice_attribute grid[3] = {
+      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  for (int i = 0; i < 3; i++) {
+    device->max_grid[i] = (uint32_t)accel_cuda_attr(device, grid[i]);
+  }
   CUuuid uuid;
   if (cu->cuDeviceGetUuid(&uuid, device->dev) == CUDA_SUCCESS) {
     memcpy(device->uuid, uuid.bytes, sizeof(device->uuid));
@@ -280,6 +286,22 @@ accel_status_t accel_cuda_device_query_props(
   ACCEL_CUDA_PROPS_STRING(props, features, features);
   ACCEL_CUDA_PROPS_STRING(props, driver_version, driver);
   ACCEL_CUDA_PROPS_STRING(props, module_target, target);
+  // ABI 1.3. cuMemAlloc documents no per-allocation limit below the
+  // device's memory; a launch's dynamic shared memory may go up to the
+  // opt-in limit (module.c opts in); memory handles are device pointers,
+  // so any byte offset launches.
+  char platform[64];
+  snprintf(platform, sizeof(platform), "NVIDIA CUDA %d.%d", cu->version / 1000,
+           (cu->version % 1000) / 10);
+  ACCEL_CUDA_PROPS_SET(props, max_alloc_size, device->total_memory);
+  ACCEL_CUDA_PROPS_SET(props, max_shared_mem_bytes,
+                       device->max_shared_optin != 0 ? device->max_shared_optin
+                                                     : device->max_shared);
+  ACCEL_CUDA_PROPS_SET(props, buffer_offset_alignment, 0);
+  if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, max_grid)) {
+    memcpy(props->max_grid, device->max_grid, sizeof(props->max_grid));
+  }
+  ACCEL_CUDA_PROPS_STRING(props, platform, platform);
   return ACCEL_OK;
 }
 

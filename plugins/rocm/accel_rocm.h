@@ -164,6 +164,10 @@ struct accel_rocm_device {
   char pci_bus_id[32];
   uint64_t total_memory;
   uint32_t compute_units, max_threads_per_block, warp_size;
+  // hipDeviceProp_t (R0000) sharedMemPerBlock and maxGridSize; 0 when the
+  // runtime does not say.
+  uint64_t max_shared;
+  uint32_t max_grid[3];
   bool peer_any;          // hipDeviceCanAccessPeer allows another device
   bool peer_tried[64];    // guarded by `mutex`: enabling was attempted
   pthread_mutex_t mutex;  // guards `builtin` loading and peer_tried

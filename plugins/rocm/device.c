@@ -85,6 +85,12 @@ static accel_status_t accel_rocm_device_read(accel_rocm_device_t* device) {
   }
   props->gcnArchName[sizeof(props->gcnArchName) - 1] = '\0';
   accel_rocm_device_arch(device, props->gcnArchName);
+  // Fields of the stable R0000 layout (ABI 1.3 props).
+  device->max_shared = props->sharedMemPerBlock;
+  for (int i = 0; i < 3; i++) {
+    device->max_grid[i] =
+        props->maxGridSize[i] > 0 ? (uint32_t)props->maxGridSize[i] : 0;
+  }
   bool same_abi = rt->version / 10000000 == HIP_VERSION_MAJOR;
   int cu = 0, threads = 0, warp = 0;
   if (same_abi &&
@@ -242,6 +248,20 @@ accel_status_t accel_rocm_device_query_props(
   ACCEL_ROCM_PROPS_STRING(props, features, features);
   ACCEL_ROCM_PROPS_STRING(props, driver_version, version);
   ACCEL_ROCM_PROPS_STRING(props, module_target, target);
+  // ABI 1.3. hipMalloc documents no per-allocation limit below the device
+  // memory; LDS has no opt-in on AMD GPUs (sharedMemPerBlock is the most a
+  // launch gets); memory handles are device pointers (any offset).
+  char platform[64];
+  snprintf(platform, sizeof(platform), "AMD ROCm/HIP %d.%d.%d",
+           rt->version / 10000000, rt->version / 100000 % 100,
+           rt->version % 100000);
+  ACCEL_ROCM_PROPS_SET(props, max_alloc_size, device->total_memory);
+  ACCEL_ROCM_PROPS_SET(props, max_shared_mem_bytes, device->max_shared);
+  ACCEL_ROCM_PROPS_SET(props, buffer_offset_alignment, 0);
+  if (ACCEL_PLUGIN_HAS_FIELD(props, accel_plugin_device_props_t, max_grid)) {
+    memcpy(props->max_grid, device->max_grid, sizeof(props->max_grid));
+  }
+  ACCEL_ROCM_PROPS_STRING(props, platform, platform);
   return ACCEL_OK;
 }
 

@@ -30,6 +30,13 @@ TEST(rocm_props) {
   ASSERT_EQ(info.max_threads_per_block, 1024);
   ASSERT_EQ(info.simd_width, 64);
   ASSERT_EQ(info.total_memory, (uint64_t)8 << 30);
+  // ABI 1.3 properties.
+  ASSERT_EQ(info.max_alloc_size, (uint64_t)8 << 30);
+  ASSERT_EQ(info.max_shared_mem_bytes, 65536);
+  ASSERT_EQ(info.buffer_offset_alignment, 0);
+  ASSERT_EQ(info.max_grid[0], 0x7fffffff);
+  ASSERT_EQ(info.max_grid[1], 65535);
+  ASSERT_STR_EQ(info.platform, "AMD ROCm/HIP 5.2.21153");
   accel_device_caps_t want = ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 |
                              ACCEL_DEVICE_CAP_PINNED_MEMORY |
                              ACCEL_DEVICE_CAP_EVENT_TIMING |

@@ -251,6 +251,13 @@ FAKECUDA_API CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr,
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
       *value = FAKECUDA_MAX_THREADS;
       break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+      *value = 0x7fffffff;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+      *value = 65535;
+      break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
       *value = FAKECUDA_MAX_SHARED;
       break;

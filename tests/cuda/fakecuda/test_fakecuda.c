@@ -70,6 +70,15 @@ TEST(fake_props) {
   ASSERT_EQ(info.simd_width, 32);
   ASSERT_EQ(info.total_memory, (uint64_t)8 << 30);
   ASSERT_MEM_EQ(info.uuid, "fakecuda", 8);
+  // ABI 1.3 properties: the whole memory, the opt-in shared memory limit,
+  // any offset, the driver's grid limits, the platform.
+  ASSERT_EQ(info.max_alloc_size, (uint64_t)8 << 30);
+  ASSERT_EQ(info.max_shared_mem_bytes, 232448);
+  ASSERT_EQ(info.buffer_offset_alignment, 0);
+  ASSERT_EQ(info.max_grid[0], 0x7fffffff);
+  ASSERT_EQ(info.max_grid[1], 65535);
+  ASSERT_EQ(info.max_grid[2], 65535);
+  ASSERT_STR_EQ(info.platform, "NVIDIA CUDA 13.0");
   accel_device_caps_t want =
       ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 | ACCEL_DEVICE_CAP_TF32 |
       ACCEL_DEVICE_CAP_PINNED_MEMORY | ACCEL_DEVICE_CAP_EVENT_TIMING |

@@ -187,6 +187,10 @@ FAKEHIP_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* props,
   props->multiProcessorCount = 4;
   props->maxThreadsPerBlock = 1024;
   props->warpSize = 64;
+  props->sharedMemPerBlock = 65536;  // LDS per workgroup on CDNA/RDNA
+  props->maxGridSize[0] = 0x7fffffff;
+  props->maxGridSize[1] = 65535;
+  props->maxGridSize[2] = 65535;
   return fakehip_ret(hipSuccess);
 }
 
