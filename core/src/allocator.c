@@ -6,7 +6,11 @@
 //
 // Memory comes from the plugin in segments: 2 MiB segments shared by small
 // requests (<= 1 MiB) and segments of their own, rounded up to 2 MiB, for
-// large ones. Requests are rounded up to 512 bytes. A segment is cut into
+// large ones. Requests are rounded up to 512 bytes, or to the device's
+// `buffer_offset_alignment` where that is larger (the least common
+// multiple of the two; see accel__unit): every block then starts at a
+// multiple of the unit, because a segment starts at offset 0 and is cut
+// only at request sizes. A segment is cut into
 // blocks that stay in address order; a free block is split when the rest is
 // worth keeping (>= 512 bytes in a small segment, > 1 MiB in a large one)
 // and merged with free neighbours when it is freed.
@@ -127,6 +131,7 @@ struct accel__allocator {
   pthread_mutex_t mutex;
   accel_device_t* device;
   bool caching;
+  size_t unit;            // requests round up to this (accel__unit)
   uint64_t total_memory;  // from mem_info at open; 0 if unknown
   accel__pool_t global;
   accel__pool_t* pools;  // stream pools
@@ -425,6 +430,10 @@ static accel_status_t accel__segment_new(accel__allocator_t* a,
     } else if (rounded <= SIZE_MAX - ACCEL__LARGE_ROUND) {
       want = accel__round_up(rounded, ACCEL__LARGE_ROUND);
     }
+    // Never ask for a segment above the largest single allocation; the
+    // request itself fits (accel__check_max_alloc).
+    uint64_t most = a->device->max_alloc_size;
+    if (most != 0 && want > most) want = (size_t)(most / a->unit * a->unit);
   }
   accel__segment_t* s = calloc(1, sizeof(*s));
   accel__block_t* b = accel__node_get(a);
@@ -472,7 +481,7 @@ static void accel__block_split(accel__allocator_t* a, accel__block_t* b,
                                size_t size) {
   accel__segment_t* s = b->segment;
   size_t rest = b->size - size;
-  if (s->raw || (s->small ? rest < ACCEL__ROUND : rest <= ACCEL__SMALL_REQUEST))
+  if (s->raw || (s->small ? rest < a->unit : rest <= ACCEL__SMALL_REQUEST))
     return;
   accel__block_t* r = accel__node_get(a);
   if (r == NULL) return;  // keep the block whole
@@ -581,6 +590,26 @@ static accel__block_t* accel__find(accel__allocator_t* a, accel__pool_t* pool,
   return b;
 }
 
+// Refuses a request above the device's largest single allocation (ABI
+// 1.3 max_alloc_size) before any plugin call: no cache flush can make it
+// fit, so an out-of-memory message about free memory would mislead.
+static accel_status_t accel__check_max_alloc(const accel__allocator_t* a,
+                                             size_t size) {
+  uint64_t most = a->device->max_alloc_size;
+  size_t rounded = a->caching ? accel__round_up(size, a->unit) : size;
+  if (most == 0 || (size <= most && rounded <= most)) return ACCEL_OK;
+  char req[32], max[32];
+  accel__format_bytes(req, sizeof(req), size);
+  accel__format_bytes(max, sizeof(max), most);
+  return accel__fail(ACCEL_ERROR_OUT_OF_DEVICE_MEMORY,
+                     "%s: cannot allocate %s (%zu bytes%s): the device's "
+                     "largest single allocation is %s (%llu bytes, "
+                     "max_alloc_size)",
+                     a->device->uri, req, size,
+                     size <= most ? ", rounded up to the allocation unit" : "",
+                     max, (unsigned long long)most);
+}
+
 accel_status_t accel__allocator_alloc(accel_device_t* device,
                                       accel_stream_t* stream, size_t size,
                                       accel_buffer_t** out_buffer) {
@@ -594,7 +623,9 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
                        "bytes), more than any device holds",
                        device->uri, req, size);
   }
-  size_t rounded = a->caching ? accel__round_up(size, ACCEL__ROUND) : size;
+  accel_status_t limit = accel__check_max_alloc(a, size);
+  if (limit != ACCEL_OK) return limit;
+  size_t rounded = a->caching ? accel__round_up(size, a->unit) : size;
   bool small = rounded <= ACCEL__SMALL_REQUEST;
   accel__block_t* b = NULL;
   pthread_mutex_lock(&a->mutex);
@@ -793,6 +824,33 @@ void accel__allocator_free(accel_buffer_t* buffer) {
 // Lifetime
 // ---------------------------------------------------------------------------
 
+// The rounding unit: a multiple of 512 (the bins count in 512-byte steps)
+// and of the device's buffer_offset_alignment, so every block can be a
+// kernel argument at offset 0. Their least common multiple, which for a
+// power of two is simply the larger. A unit above 2 MiB (the large-segment
+// granule, which also keeps rounding from overflowing) is not honoured:
+// buffers are then 512-aligned and launches at other offsets fail.
+static size_t accel__unit(const accel_device_t* device) {
+  uint64_t align = device->buffer_offset_alignment;
+  if (align <= 1) return ACCEL__ROUND;
+  uint64_t x = align, y = ACCEL__ROUND;
+  while (y != 0) {
+    uint64_t t = x % y;
+    x = y;
+    y = t;
+  }
+  uint64_t unit = align / x * ACCEL__ROUND;
+  if (unit > ACCEL__LARGE_ROUND) {
+    accel__log(ACCEL_LOG_WARN,
+               "%s: buffer_offset_alignment %llu needs a %llu-byte unit, "
+               "above the allocator's %zu; buffers are aligned to %zu bytes",
+               device->uri, (unsigned long long)align,
+               (unsigned long long)unit, ACCEL__LARGE_ROUND, ACCEL__ROUND);
+    return ACCEL__ROUND;
+  }
+  return (size_t)unit;
+}
+
 accel_status_t accel__allocator_create(accel_device_t* device) {
   accel__allocator_t* a = calloc(1, sizeof(*a));
   if (a == NULL) {
@@ -802,6 +860,7 @@ accel_status_t accel__allocator_create(accel_device_t* device) {
   pthread_mutex_init(&a->mutex, NULL);
   a->device = device;
   a->caching = true;
+  a->unit = accel__unit(device);
   a->global.alive = true;
   a->stats.struct_size = sizeof(a->stats);
   uint64_t free_bytes = 0;

@@ -21,7 +21,15 @@ static void accel__device_cache_props(accel_device_t* device) {
     props.module_target[sizeof(props.module_target) - 1] = '\0';
     memcpy(device->module_target, props.module_target,
            sizeof(device->module_target));
+    // ABI 1.3; a 1.0-1.2 plugin leaves these zero, as the core set them.
+    props.module_formats[sizeof(props.module_formats) - 1] = '\0';
+    memcpy(device->module_formats, props.module_formats,
+           sizeof(device->module_formats));
   }
+  device->max_alloc_size = props.max_alloc_size;
+  device->max_shared_mem_bytes = props.max_shared_mem_bytes;
+  device->buffer_offset_alignment = props.buffer_offset_alignment;
+  memcpy(device->max_grid, props.max_grid, sizeof(device->max_grid));
 }
 
 accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
@@ -224,6 +232,15 @@ accel_status_t accel_device_query_info(accel_device_t* device,
   if (!device->plugin->has_timing) info.caps &= ~ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (!device->plugin->has_kernels) info.caps &= ~ACCEL_DEVICE_CAP_KERNELS;
   memcpy(info.module_target, device->module_target, sizeof(info.module_target));
+  // -- since accel 0.2: ABI 1.3 properties (zero from older plugins) --
+  info.max_alloc_size = props.max_alloc_size;
+  info.max_shared_mem_bytes = props.max_shared_mem_bytes;
+  info.buffer_offset_alignment = props.buffer_offset_alignment;
+  memcpy(info.max_grid, props.max_grid, sizeof(info.max_grid));
+  memcpy(info.module_formats, device->module_formats,
+         sizeof(info.module_formats));
+  props.platform[sizeof(props.platform) - 1] = '\0';
+  accel__copy_string(info.platform, sizeof(info.platform), props.platform);
   memcpy(out_info, &info, fits);
   return ACCEL_OK;
 }

@@ -47,3 +47,28 @@ void accel__host_init(accel__host_t* host, accel__plugin_t* plugin) {
   host->host.getenv = accel__host_getenv;
   host->plugin = plugin;
 }
+
+// Where each minor's additions end: a table that reaches past the last
+// entry of "since ABI 1.N" was built with 1.N or later. accel_plugin_t has
+// had no addition since 1.0, so device_ops decides. A table larger than
+// the newest one listed here comes from a newer minor than the list
+// knows, which can only be this core's own (the header it was built
+// with) or later: ACCEL_PLUGIN_ABI_MINOR. A minor that appended nothing
+// to device_ops cannot be told from the one before it.
+#define ACCEL__ENDS_AFTER(type, field) \
+  (offsetof(type, field) + sizeof(((type*)0)->field))
+
+uint32_t accel__plugin_abi_minor(uint32_t ops_size) {
+  static const struct {
+    size_t size;
+    uint32_t minor;
+  } sizes[] = {
+      {ACCEL__ENDS_AFTER(accel_device_ops_t, op_gemm_workspace), 2},
+      {ACCEL__ENDS_AFTER(accel_device_ops_t, op_gemm), 1},
+  };
+  if (ops_size > sizes[0].size) return ACCEL_PLUGIN_ABI_MINOR;
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    if (ops_size >= sizes[i].size) return sizes[i].minor;
+  }
+  return 0;
+}

@@ -24,6 +24,14 @@
 // - PTX: text whose first directive is .version, with a .target sm_XX.
 // - Clang offload bundle: "__CLANG_OFFLOAD_BUNDLE__", u64 entry count, then
 //   per entry u64 offset, u64 size, u64 triple length and the triple.
+// - SPIR-V (Khronos SPIR-V spec, 2.3 "Physical Layout"): 32-bit words in
+//   either byte order, word 0 the magic 0x07230203, word 1 the version
+//   0x00MMmm00, then generator, bound and schema; instructions follow, each
+//   starting with (word count << 16) | opcode. OpMemoryModel (opcode 14)
+//   carries the addressing model (0 Logical, 1 Physical32, 2 Physical64,
+//   5348 PhysicalStorageBuffer64) and the memory model (0 Simple, 1
+//   GLSL450, 2 OpenCL, 3 Vulkan).
+// - An accel kernel bundle (bundle.c): "ACCELBDL" and a u32 version.
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -353,6 +361,163 @@ static void accel__describe_bundle(const accel__bytes_t* b, char* target,
              used != 0 ? " of " : "", list);
 }
 
+// ---------------------------------------------------------------------------
+// SPIR-V and source text.
+// ---------------------------------------------------------------------------
+
+#define ACCEL__SPIRV_MAGIC 0x07230203u
+#define ACCEL__SPIRV_OP_MEMORY_MODEL 14u
+// OpMemoryModel comes after capabilities, extensions and imports; look no
+// further than this many instructions for it.
+#define ACCEL__SPIRV_SCAN 4096u
+
+static const char* accel__spirv_addressing(uint64_t v) {
+  switch (v) {
+    case 0:
+      return "Logical";
+    case 1:
+      return "Physical32";
+    case 2:
+      return "Physical64";
+    case 5348:
+      return "PhysicalStorageBuffer64";
+    default:
+      return "an unknown addressing model";
+  }
+}
+
+static const char* accel__spirv_memory(uint64_t v) {
+  switch (v) {
+    case 0:
+      return "Simple";
+    case 1:
+      return "GLSL450";
+    case 2:
+      return "OpenCL";
+    case 3:
+      return "Vulkan";
+    default:
+      return "unknown";
+  }
+}
+
+// Describes a SPIR-V module; false if `b` does not start with the magic.
+static bool accel__describe_spirv(accel__bytes_t* b, char* target,
+                                  size_t target_size, char* desc,
+                                  size_t desc_size) {
+  uint64_t magic = 0, version = 0;
+  b->big_endian = false;
+  if (!accel__rd(b, 0, 4, &magic)) return false;
+  if (magic != ACCEL__SPIRV_MAGIC) {
+    b->big_endian = true;
+    if (!accel__rd(b, 0, 4, &magic) || magic != ACCEL__SPIRV_MAGIC) {
+      return false;
+    }
+  }
+  accel__put(target, target_size, "spirv");
+  if (!accel__rd(b, 4, 4, &version) || b->size < 20) {
+    accel__put(desc, desc_size, "a truncated SPIR-V module (spirv)");
+    return true;
+  }
+  unsigned major = (unsigned)((version >> 16) & 0xff);
+  unsigned minor = (unsigned)((version >> 8) & 0xff);
+  char model[96] = "";
+  uint64_t at = 20;
+  for (unsigned n = 0; n < ACCEL__SPIRV_SCAN; n++) {
+    uint64_t word = 0;
+    if (!accel__rd(b, at, 4, &word)) break;
+    uint64_t count = word >> 16;
+    if (count == 0) break;  // malformed: would not advance
+    if ((word & 0xffff) == ACCEL__SPIRV_OP_MEMORY_MODEL && count >= 3) {
+      uint64_t addressing = 0, memory = 0;
+      if (accel__rd(b, at + 4, 4, &addressing) &&
+          accel__rd(b, at + 8, 4, &memory)) {
+        accel__put(model, sizeof(model), ", %s addressing, %s memory model",
+                   accel__spirv_addressing(addressing),
+                   accel__spirv_memory(memory));
+      }
+      break;
+    }
+    at += 4 * count;
+  }
+  accel__put(desc, desc_size, "a SPIR-V %u.%u module (%s-endian%s) (spirv)",
+             major, minor, b->big_endian ? "big" : "little", model);
+  return true;
+}
+
+// True when the first bytes of `b` read as text: no NUL, few control
+// characters (UTF-8 bytes above 0x7f count as text).
+static bool accel__looks_text(const accel__bytes_t* b) {
+  size_t n = b->size < 4096 ? b->size : 4096;
+  size_t odd = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint8_t c = b->p[i];
+    if (c == 0) return false;
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' &&
+        c != '\v') {
+      odd++;
+    }
+  }
+  return odd * 20 <= n;  // at most 5%
+}
+
+// Describes text: OpenCL C source (a `__kernel` or `kernel void`) names
+// its first kernel; other text quotes its first line. The target stays
+// "unknown": source is handed only to a device that lists a format.
+static void accel__describe_text(const accel__bytes_t* b, char* desc,
+                                 size_t desc_size) {
+  size_t limit = b->size < ((size_t)1 << 20) ? b->size : ((size_t)1 << 20);
+  size_t k = accel__find(b->p, limit, 0, "__kernel");
+  size_t skip = 8;
+  if (k == limit) {
+    k = accel__find(b->p, limit, 0, "kernel");
+    skip = 6;
+    // "kernel" must be followed by blanks and "void" to count.
+    size_t v = k + skip;
+    while (v < limit && (b->p[v] == ' ' || b->p[v] == '\t')) v++;
+    if (k == limit || v == k + skip || limit - v < 4 ||
+        memcmp(b->p + v, "void", 4) != 0) {
+      k = limit;
+    }
+  }
+  if (k < limit) {
+    // The kernel's name: the word before the first '(' after the keyword.
+    size_t paren = k + skip;
+    while (paren < limit && paren - k < 512 && b->p[paren] != '(') paren++;
+    size_t end = paren;
+    while (end > k + skip && (b->p[end - 1] == ' ' || b->p[end - 1] == '\t'))
+      end--;
+    size_t start = end;
+    while (start > k + skip && accel__is_word(b->p[start - 1])) start--;
+    int len = (int)(end - start < 64 ? end - start : 64);
+    if (paren < limit && len > 0) {
+      accel__put(desc, desc_size,
+                 "%zu bytes of text that looks like OpenCL C source "
+                 "(first kernel '%.*s') (unknown format: only a device "
+                 "that lists a module format such as opencl-c loads it)",
+                 b->size, len, (const char*)(b->p + start));
+    } else {
+      accel__put(desc, desc_size,
+                 "%zu bytes of text that looks like OpenCL C source "
+                 "(unknown format: only a device that lists a module "
+                 "format such as opencl-c loads it)",
+                 b->size);
+    }
+    return;
+  }
+  char line[41];
+  size_t i = accel__skip_blank(b->p, b->size, 0), n = 0;
+  while (i < b->size && n + 1 < sizeof(line) && b->p[i] != '\n' &&
+         b->p[i] != '\r') {
+    uint8_t c = b->p[i++];
+    line[n++] = (c >= 0x20 && c <= 0x7e) ? (char)c : '?';
+  }
+  line[n] = '\0';
+  accel__put(desc, desc_size,
+             "%zu bytes of text of an unknown format (starting \"%s\")",
+             b->size, line);
+}
+
 void accel__image_describe(const void* image, size_t size, char* target,
                            size_t target_size, char* description,
                            size_t description_size) {
@@ -379,6 +544,25 @@ void accel__image_describe(const void* image, size_t size, char* target,
   }
   if (accel__describe_ptx(&b, target, target_size, description,
                           description_size)) {
+    return;
+  }
+  if (accel__describe_spirv(&b, target, target_size, description,
+                            description_size)) {
+    return;
+  }
+  b.big_endian = false;
+  if (b.size >= 12 && memcmp(b.p, "ACCELBDL", 8) == 0) {
+    uint64_t version = 0;
+    accel__rd(&b, 8, 4, &version);
+    accel__put(target, target_size, "accel-bundle");
+    accel__put(description, description_size,
+               "an accel kernel bundle, version %u (accel-bundle)",
+               (unsigned)version);
+    return;
+  }
+  if (b.size != 0 && accel__looks_text(&b)) {
+    accel__put(target, target_size, "unknown");
+    accel__describe_text(&b, description, description_size);
     return;
   }
   char head[3 * 8 + 1] = "";

@@ -390,7 +390,7 @@ accel_status_t accel_plugin_report_count(size_t* out_count) {
 accel_status_t accel_plugin_report_get(size_t index,
                                        accel_plugin_report_t* out_report) {
   if (out_report == NULL ||
-      out_report->struct_size < sizeof(accel_plugin_report_t)) {
+      out_report->struct_size < offsetof(accel_plugin_report_t, abi_minor)) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_plugin_report_get: out_report is NULL or its "
                        "struct_size is not sizeof(accel_plugin_report_t)");
@@ -420,9 +420,13 @@ accel_status_t accel_plugin_report_get(size_t index,
       .abi_version = p->abi_version,
       .device_count = p->status == ACCEL_OK ? p->device_count : 0,
       .priority = p->priority,
+      .abi_minor = p->abi_minor,
   };
   pthread_mutex_unlock(&accel__state.lock);
-  *out_report = r;
+  // A caller built before `abi_minor` gets the fields that fit.
+  memcpy(out_report, &r,
+         out_report->struct_size < sizeof(r) ? out_report->struct_size
+                                             : sizeof(r));
   return ACCEL_OK;
 }
 

@@ -78,6 +78,7 @@ struct accel__plugin {
   char* name;
   char* version;
   uint32_t abi_version;
+  uint32_t abi_minor;  // accel__plugin_abi_minor() of its tables
   uint32_t device_count;
   int32_t priority;
   // Loaded state.
@@ -103,6 +104,11 @@ void accel__plugin_destroy(accel__plugin_t* plugin);
 
 // Fills `host` for `plugin` (host.c).
 void accel__host_init(accel__host_t* host, accel__plugin_t* plugin);
+
+// The ABI minor a plugin was built with (host.c), from the `struct_size`
+// of the accel_device_ops_t it returned: the newest 1.N whose table is no
+// larger than the plugin's (accel_plugin_t has not grown since 1.0).
+uint32_t accel__plugin_abi_minor(uint32_t ops_size);
 
 // ---------------------------------------------------------------------------
 // Library state (init.c)
@@ -160,6 +166,12 @@ struct accel_device {
   // Queried once at open so launches and module loads need no plugin call.
   uint32_t max_threads_per_block;  // 0 when the plugin did not say
   char module_target[64];          // "" when the device loads no modules
+  // -- ABI 1.3 properties; zero (no limit) for 1.0-1.2 plugins --
+  char module_formats[128];   // space-separated extra formats, or ""
+  uint64_t max_alloc_size;    // largest single plugin allocation
+  uint64_t max_shared_mem_bytes;
+  uint32_t buffer_offset_alignment;  // 0 or 1: any offset
+  uint32_t max_grid[3];
   // Created at open, destroyed at close (allocator.c, host_pool.c).
   accel__allocator_t* allocator;
   accel__host_pool_t* host_pool;
@@ -232,12 +244,38 @@ accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
 // Sniffs the format of the module image `image` of `size` bytes (untrusted:
 // never reads outside it). Writes the target it holds to `target`
 // ("elf-x86_64", "elf-aarch64", "cuda-sm_90", "cuda-fatbin",
-// "cuda-ptx-sm_80", "amdgcn-gfx90a", "amdgcn-bundle" or "unknown") and a
+// "cuda-ptx-sm_80", "amdgcn-gfx90a", "amdgcn-bundle", "spirv",
+// "accel-bundle" or "unknown") and a
 // human-readable description that names the target to `description`. Both
 // are always NUL-terminated (truncated to their sizes, which must be > 0).
 void accel__image_describe(const void* image, size_t size, char* target,
                            size_t target_size, char* description,
                            size_t description_size);
+
+// Loads `size` bytes at `image` (already sniffed as `target`, described by
+// `description`) on `device` after checking that the device loads that
+// format; the plugin's module handle goes to `*out_impl` (module.c).
+accel_status_t accel__module_load_image(const char* what,
+                                        accel_device_t* device,
+                                        const void* image, size_t size,
+                                        const char* target,
+                                        const char* description,
+                                        void** out_impl);
+
+// Length of the "<family>" part of a "<family>-<rest>" target (module.c).
+size_t accel__family_len(const char* target);
+
+// What `device` loads, for messages: "elf-x86_64", or the target and its
+// module formats ("fxcl-test, opencl-c, spirv") (module.c).
+void accel__device_loads(const accel_device_t* device, char* out, size_t n);
+
+// Picks the image of the kernel bundle at `image` that fits `device` and
+// loads it (bundle.c): exact `module_target` first, then the same family,
+// then the formats in `module_formats`, trying each until the plugin
+// loads one.
+accel_status_t accel__bundle_load(const char* what, accel_device_t* device,
+                                  const void* image, size_t size,
+                                  void** out_impl);
 
 // ---------------------------------------------------------------------------
 // Memory: the caching allocator (allocator.c) and pinned host memory pool

@@ -396,6 +396,7 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
                          ACCEL_DEVICE_OPS_MIN_SIZE)) {
     return false;
   }
+  plugin->abi_minor = accel__plugin_abi_minor(ops->struct_size);
   accel_device_ops_t* o = &plugin->ops;
 
   missing = accel__missing(

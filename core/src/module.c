@@ -12,9 +12,12 @@
 // events before the plugin unloads the code. The wait blocks the releasing
 // thread only when launches are still pending.
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -23,6 +26,9 @@
 
 // Arguments translated on the stack up to this many; the heap beyond.
 #define ACCEL__LAUNCH_STACK_ARGS 16
+
+// Most blocks one launch may have, whatever the device says.
+#define ACCEL__LAUNCH_MAX_BLOCKS ((uint64_t)1 << 63)
 
 // The last launch of a module on one stream.
 typedef struct accel__launch_mark {
@@ -50,28 +56,78 @@ struct accel_kernel {
 // Modules.
 // ---------------------------------------------------------------------------
 
-// Length of the "<format>" part of a "<format>-<target>" string.
-static size_t accel__family_len(const char* target) {
+size_t accel__family_len(const char* target) {
   const char* dash = strchr(target, '-');
   return dash != NULL ? (size_t)(dash - target) : strlen(target);
+}
+
+// True when the space-separated `list` holds the word s[0, len).
+static bool accel__listed(const char* list, const char* s, size_t len) {
+  while (*list != '\0') {
+    while (*list == ' ') list++;
+    size_t n = strcspn(list, " ");
+    if (n != 0 && n == len && memcmp(list, s, len) == 0) return true;
+    list += n;
+  }
+  return false;
+}
+
+void accel__device_loads(const accel_device_t* device, char* out, size_t n) {
+  snprintf(out, n, "%s", device->module_target);
+  const char* f = device->module_formats;
+  while (*f != '\0') {
+    while (*f == ' ') f++;
+    size_t len = strcspn(f, " ");
+    size_t used = strlen(out);
+    if (len != 0 && used + 1 < n) {
+      snprintf(out + used, n - used, "%s%.*s", used != 0 ? ", " : "",
+               (int)len, f);
+    }
+    f += len;
+  }
 }
 
 // Decides whether `device` can be handed an image that holds `target`:
 // host ELF must match exactly; for GPU formats the family must match and
 // the plugin decides about the architecture (fatbins and PTX run on many).
+// Since ABI 1.3 a format the device lists in `module_formats` (the whole
+// target or its family) is handed over too, and an unrecognised image
+// only when that list is not empty.
 static accel_status_t accel__check_target(const char* what,
                                           const accel_device_t* device,
                                           const char* target,
                                           const char* description) {
   const char* want = device->module_target;
+  const char* formats = device->module_formats;
   size_t fam = accel__family_len(target);
-  bool ok = strcmp(target, "unknown") != 0 && fam == accel__family_len(want) &&
-            memcmp(target, want, fam) == 0;
-  if (ok && strncmp(target, "elf", fam) == 0) ok = strcmp(target, want) == 0;
+  bool ok;
+  if (strcmp(target, "unknown") == 0) {
+    ok = formats[0] != '\0';
+  } else {
+    ok = want[0] != '\0' && fam == accel__family_len(want) &&
+         memcmp(target, want, fam) == 0;
+    if (ok && strncmp(target, "elf", fam) == 0) ok = strcmp(target, want) == 0;
+    ok = ok || accel__listed(formats, target, strlen(target)) ||
+         accel__listed(formats, target, fam);
+  }
   if (ok) return ACCEL_OK;
+  char loads[256];
+  accel__device_loads(device, loads, sizeof(loads));
   return accel__fail(ACCEL_ERROR_INCOMPATIBLE,
                      "%s: module holds %s; %s loads %s", what, description,
-                     device->uri, want);
+                     device->uri, loads);
+}
+
+accel_status_t accel__module_load_image(const char* what,
+                                        accel_device_t* device,
+                                        const void* image, size_t size,
+                                        const char* target,
+                                        const char* description,
+                                        void** out_impl) {
+  accel_status_t status =
+      accel__check_target(what, device, target, description);
+  if (status != ACCEL_OK) return status;
+  return device->ops->module_load(device->impl, image, size, out_impl);
 }
 
 accel_status_t accel_module_create(accel_device_t* device, const void* image,
@@ -84,18 +140,10 @@ accel_status_t accel_module_create(accel_device_t* device, const void* image,
                        "required",
                        what);
   }
-  if (device->module_target[0] == '\0') {
+  if (device->module_target[0] == '\0' && device->module_formats[0] == '\0') {
     return accel__fail(ACCEL_ERROR_UNSUPPORTED,
                        "%s: %s does not run custom kernels", what, device->uri);
   }
-  char target[64];
-  char description[256];
-  accel__image_describe(image, size, target, sizeof(target), description,
-                        sizeof(description));
-  accel_status_t status =
-      accel__check_target(what, device, target, description);
-  if (status != ACCEL_OK) return status;
-
   accel_module_t* module = calloc(1, sizeof(*module));
   if (module == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: module handle", what);
@@ -104,11 +152,21 @@ accel_status_t accel_module_create(accel_device_t* device, const void* image,
     free(module);
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: module lock", what);
   }
-  status = device->ops->module_load(device->impl, image, size, &module->impl);
+  char target[64];
+  char description[256];
+  accel__image_describe(image, size, target, sizeof(target), description,
+                        sizeof(description));
+  accel_status_t status;
+  if (strcmp(target, "accel-bundle") == 0) {
+    status = accel__bundle_load(what, device, image, size, &module->impl);
+  } else {
+    status = accel__module_load_image(what, device, image, size, target,
+                                      description, &module->impl);
+  }
   if (status != ACCEL_OK) {
     pthread_mutex_destroy(&module->lock);
     free(module);
-    return status;  // the plugin recorded why
+    return status;  // the check or the plugin recorded why
   }
   atomic_init(&module->refs, 1);
   module->device = device;
@@ -152,6 +210,58 @@ static accel_status_t accel__read_file(const char* what, const char* path,
   return ACCEL_OK;
 }
 
+// Opens `path` for reading if it is a regular file of at most
+// ACCEL__MODULE_FILE_MAX bytes. The open does not block (a FIFO without a
+// writer would), and fstat() decides on the file actually opened.
+static accel_status_t accel__open_regular(const char* what, const char* path,
+                                          FILE** out_file) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    return accel__fail(ACCEL_ERROR_NOT_FOUND, "%s: cannot open '%s': %s", what,
+                       path, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return accel__fail(ACCEL_ERROR_NOT_FOUND, "%s: cannot stat '%s': %s",
+                       what, path, strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    close(fd);
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: '%s' is %s; a module is read from a regular file",
+                       what, path, kind);
+  }
+  if ((uint64_t)st.st_size > ACCEL__MODULE_FILE_MAX) {
+    close(fd);
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: '%s' is larger than the %zu-byte limit", what,
+                       path, ACCEL__MODULE_FILE_MAX);
+  }
+  int flags = fcntl(fd, F_GETFL);
+  if (flags == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+    int err = errno;
+    close(fd);
+    return accel__fail(ACCEL_ERROR_NOT_FOUND, "%s: cannot read '%s': %s", what,
+                       path, strerror(err));
+  }
+  *out_file = fdopen(fd, "rb");
+  if (*out_file == NULL) {
+    int err = errno;
+    close(fd);
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%s: cannot read '%s': %s",
+                       what, path, strerror(err));
+  }
+  return ACCEL_OK;
+}
+
 accel_status_t accel_module_create_from_file(accel_device_t* device,
                                              const char* path,
                                              accel_module_t** out_module) {
@@ -161,14 +271,12 @@ accel_status_t accel_module_create_from_file(accel_device_t* device,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: device, path and out_module are required", what);
   }
-  FILE* file = fopen(path, "rb");
-  if (file == NULL) {
-    return accel__fail(ACCEL_ERROR_NOT_FOUND, "%s: cannot open '%s': %s", what,
-                       path, strerror(errno));
-  }
+  FILE* file = NULL;
+  accel_status_t status = accel__open_regular(what, path, &file);
+  if (status != ACCEL_OK) return status;
   void* data = NULL;
   size_t size = 0;
-  accel_status_t status = accel__read_file(what, path, file, &data, &size);
+  status = accel__read_file(what, path, file, &data, &size);
   fclose(file);
   if (status != ACCEL_OK) return status;
   if (size == 0) {
@@ -327,6 +435,34 @@ static accel_status_t accel__check_config(const char* what,
                        what, c->grid[0], c->grid[1], c->grid[2], c->block[0],
                        c->block[1], c->block[2]);
   }
+  static const char axis[3] = {'x', 'y', 'z'};
+  for (int i = 0; i < 3; i++) {
+    uint32_t most = device->max_grid[i];
+    if (most != 0 && c->grid[i] > most) {
+      return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "%s: grid %u x %u x %u: %s allows at most %u blocks "
+                         "in %c (max_grid %u x %u x %u)",
+                         what, c->grid[0], c->grid[1], c->grid[2], device->uri,
+                         most, axis[i], device->max_grid[0],
+                         device->max_grid[1], device->max_grid[2]);
+    }
+  }
+  // Two factors below 2^32 cannot overflow 64 bits; the third is checked
+  // by division.
+  uint64_t blocks = (uint64_t)c->grid[0] * c->grid[1];
+  if (blocks > ACCEL__LAUNCH_MAX_BLOCKS / c->grid[2]) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: grid %u x %u x %u is more than 2^63 blocks", what,
+                       c->grid[0], c->grid[1], c->grid[2]);
+  }
+  if (device->max_shared_mem_bytes != 0 &&
+      c->shared_mem_bytes > device->max_shared_mem_bytes) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: shared_mem_bytes is %u; %s allows at most %llu "
+                       "bytes of dynamic shared memory per launch",
+                       what, c->shared_mem_bytes, device->uri,
+                       (unsigned long long)device->max_shared_mem_bytes);
+  }
   uint64_t threads = (uint64_t)c->block[0] * c->block[1] * c->block[2];
   uint32_t limit = device->max_threads_per_block;
   if (limit != 0 && threads > limit) {
@@ -347,6 +483,13 @@ static accel_status_t accel__translate_arg(const char* what,
                                            accel_plugin_arg_t* out) {
   memset(out, 0, sizeof(*out));
   if (arg->kind == ACCEL_KERNEL_ARG_VALUE) {
+    if (arg->size > ACCEL_KERNEL_ARG_VALUE_MAX) {
+      return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                         "%s: args[%zu] is a value argument of %u bytes; "
+                         "the limit is %d bytes per value (pass larger data "
+                         "in a buffer)",
+                         what, i, arg->size, ACCEL_KERNEL_ARG_VALUE_MAX);
+    }
     if (arg->value == NULL || arg->size == 0) {
       return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                          "%s: args[%zu] is a value argument of %u bytes "
@@ -384,6 +527,17 @@ static accel_status_t accel__translate_arg(const char* what,
   out->kind = ACCEL_PLUGIN_ARG_BUFFER;
   out->mem = accel__buffer_mem(buffer);
   out->offset = accel__buffer_offset(buffer, arg->offset);
+  // Handle-based memory (ABI 1.3): a plugin offset becomes a sub-buffer
+  // origin, which the device may require to be aligned.
+  uint32_t align = stream->device->buffer_offset_alignment;
+  if (align > 1 && out->offset % align != 0) {
+    return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                       "%s: args[%zu] is at offset %llu of its device "
+                       "allocation (buffer offset %zu), not a multiple of "
+                       "%s's buffer_offset_alignment of %u bytes",
+                       what, i, (unsigned long long)out->offset, arg->offset,
+                       stream->device->uri, align);
+  }
   return ACCEL_OK;
 }
 

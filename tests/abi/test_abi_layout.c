@@ -258,7 +258,7 @@ TEST(enum_values) {
 TEST(public_device_info_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_device_info_t, 944);
+  SIZE(accel_device_info_t, 1168);
   FIELD(accel_device_info_t, struct_size, 0, 4);
   FIELD(accel_device_info_t, type, 4, 4);
   FIELD(accel_device_info_t, uri, 8, 48);
@@ -280,6 +280,14 @@ TEST(public_device_info_layout) {
   // -- since accel 0.2 -- (callers built with the 880-byte struct still
   // work: accel_device_query_info fills what fits)
   FIELD(accel_device_info_t, module_target, 880, 64);
+  // ABI 1.3 properties, appended in the same 0.2 section (callers built
+  // with the 944-byte struct get the fields that fit).
+  FIELD(accel_device_info_t, max_alloc_size, 944, 8);
+  FIELD(accel_device_info_t, max_shared_mem_bytes, 952, 8);
+  FIELD(accel_device_info_t, buffer_offset_alignment, 960, 4);
+  FIELD(accel_device_info_t, max_grid, 964, 12);
+  FIELD(accel_device_info_t, module_formats, 976, 128);
+  FIELD(accel_device_info_t, platform, 1104, 64);
   LAYOUT_END();
 }
 
@@ -348,6 +356,8 @@ TEST(public_plugin_report_layout) {
   FIELD(accel_plugin_report_t, abi_version, 64, 4);
   FIELD(accel_plugin_report_t, device_count, 68, 4);
   FIELD(accel_plugin_report_t, priority, 72, 4);
+  // -- since accel 0.2 -- (fills the former tail padding)
+  FIELD(accel_plugin_report_t, abi_minor, 76, 4);
   LAYOUT_END();
 }
 

@@ -246,6 +246,14 @@ typedef struct accel_plugin_report {
   uint32_t abi_version;  // ABI the plugin was built with, 0 if unknown
   uint32_t device_count;
   int32_t priority;
+  // -- since accel 0.2 --
+  // ABI minor the plugin was built with (1.N), derived from the sizes of
+  // the tables it returned: the newest minor whose accel_plugin_t and
+  // accel_device_ops_t are no larger than the plugin's. Minors that added
+  // no table entry cannot be told from the one before; a plugin built
+  // with ABI 1.3 or later says its own minor in accel_plugin_t.abi_minor.
+  // 0 until the descriptor was read.
+  uint32_t abi_minor;
 } accel_plugin_report_t;
 
 // Number of plugin candidates in the load report (initialises the library).
@@ -253,7 +261,8 @@ typedef struct accel_plugin_report {
 ACCEL_API accel_status_t accel_plugin_report_count(size_t* out_count);
 
 // Copies report entry `index` into `*out_report`, whose `struct_size` the
-// caller sets to sizeof(accel_plugin_report_t). Returns
+// caller sets to sizeof(accel_plugin_report_t) (a caller built before
+// `abi_minor` was appended gets the fields that fit). Returns
 // ACCEL_ERROR_NOT_FOUND if `index` is out of range,
 // ACCEL_ERROR_INVALID_ARGUMENT for NULL or an unset `struct_size`.
 ACCEL_API accel_status_t
@@ -349,12 +358,28 @@ typedef struct accel_device_info {
   // The module format the device loads ("elf-x86_64", "cuda-sm_90",
   // "amdgcn-gfx90a"), or "" if it runs no custom kernels.
   char module_target[64];
+  // Largest single buffer the device allocates, in bytes; 0 means no limit
+  // below `total_memory`. A larger accel_buffer_create() fails.
+  uint64_t max_alloc_size;
+  // Most dynamic shared memory one launch may ask for; 0 means unknown.
+  uint64_t max_shared_mem_bytes;
+  // Alignment of a kernel buffer argument's offset; 0 or 1 means any.
+  uint32_t buffer_offset_alignment;
+  // Largest grid per dimension; 0 means unlimited (see
+  // accel_kernel_launch()).
+  uint32_t max_grid[3];
+  // Space-separated module formats loaded besides `module_target`
+  // ("opencl-c spirv"), or "".
+  char module_formats[128];
+  // Platform or runtime of the device ("Portable Computing Language"), or
+  // "".
+  char platform[64];
 } accel_device_info_t;
 
 // Fills `*out_info` (whose `struct_size` the caller sets to
 // sizeof(accel_device_info_t)) from the plugin. A caller built against an
-// older accel_device_info_t (without `module_target`) gets the fields that
-// fit its `struct_size`. Returns ACCEL_ERROR_INVALID_ARGUMENT for NULL
+// older accel_device_info_t (without `module_target`, or without the
+// fields after it) gets the fields that fit its `struct_size`. Returns ACCEL_ERROR_INVALID_ARGUMENT for NULL
 // arguments or a `struct_size` smaller than the first version of the
 // struct, or the plugin's error.
 ACCEL_API accel_status_t accel_device_query_info(accel_device_t* device,
@@ -812,14 +837,30 @@ ACCEL_API accel_status_t accel_op_gemm(accel_stream_t* stream,
 // it afterwards). An image built for another backend or architecture is
 // ACCEL_ERROR_INCOMPATIBLE with a message naming what the image holds and
 // what the device wants ("holds an AMD code object (gfx90a); cpu:0 loads
-// elf-x86_64"). ACCEL_ERROR_UNSUPPORTED if the device runs no kernels.
+// elf-x86_64"). A device may load formats besides its target (the
+// `module_formats` of accel_device_info_t, such as "opencl-c spirv"); an
+// image the library does not recognise (OpenCL C source) goes only to a
+// device that lists some, and the plugin reports a build failure as
+// ACCEL_ERROR_INVALID_ARGUMENT with its build log.
+//
+// `image` may be a kernel bundle (see accel_bundle_write()): the library
+// tries the bundle's images that fit the device, the exact
+// `module_target` first, then others of its family (a fatbin or PTX for a
+// CUDA device), then the formats in `module_formats` in the device's
+// order, until the plugin loads one. ACCEL_ERROR_INCOMPATIBLE, listing
+// what the bundle holds and what the device loads, when none fits; the
+// last plugin error, naming every image tried, when none loads;
+// ACCEL_ERROR_INVALID_ARGUMENT for a malformed bundle.
+// ACCEL_ERROR_UNSUPPORTED if the device runs no kernels.
 ACCEL_API accel_status_t accel_module_create(accel_device_t* device,
                                              const void* image, size_t size,
                                              accel_module_t** out_module);
 
 // Like accel_module_create() with the contents of the file at `path`.
 // ACCEL_ERROR_NOT_FOUND if it cannot be read; ACCEL_ERROR_INVALID_ARGUMENT
-// if it is empty or larger than 1 GiB.
+// if it is not a regular file (a directory, FIFO or device such as
+// /dev/zero is refused before anything is read), empty or larger than
+// 1 GiB.
 ACCEL_API accel_status_t accel_module_create_from_file(
     accel_device_t* device, const char* path, accel_module_t** out_module);
 
@@ -848,6 +889,11 @@ typedef enum accel_kernel_arg_kind {
   ACCEL_KERNEL_ARG_KIND_MAX_ENUM = 0x7fffffff
 } accel_kernel_arg_kind_t;
 
+// Largest value argument, in bytes. CUDA has long limited all of a
+// kernel's parameters together to 4 KiB, so no single value above that
+// can launch everywhere; larger data belongs in a buffer.
+#define ACCEL_KERNEL_ARG_VALUE_MAX 4096
+
 // One kernel argument. Values are copied at launch, so they may live on
 // the caller's stack.
 typedef struct accel_kernel_arg {
@@ -872,12 +918,227 @@ ACCEL_API void accel_launch_config_init(accel_launch_config_t* config);
 // Enqueues `kernel` on `stream` with `config` and `num_args` arguments.
 // Buffers must be on the stream's device, which must be the kernel's.
 // ACCEL_ERROR_INVALID_ARGUMENT for a zero dimension, a block larger than
-// the device's max_threads_per_block, NULL arguments or out-of-range
-// buffer offsets.
+// the device's max_threads_per_block, a grid dimension above the device's
+// `max_grid` (where it is not 0), more than 2^63 blocks in all,
+// `shared_mem_bytes` above the device's `max_shared_mem_bytes` (where it
+// is not 0), a value argument larger than ACCEL_KERNEL_ARG_VALUE_MAX,
+// NULL arguments or out-of-range buffer offsets. ACCEL_ERROR_UNSUPPORTED
+// for a buffer argument whose offset within its device allocation is not a
+// multiple of the device's `buffer_offset_alignment` (offset 0 of every
+// buffer always is; the message names the alignment and the offset).
 ACCEL_API accel_status_t
 accel_kernel_launch(accel_kernel_t* kernel, accel_stream_t* stream,
                     const accel_launch_config_t* config, size_t num_args,
                     const accel_kernel_arg_t* args);
+
+// ===========================================================================
+// Kernel bundles: one file holding the same kernels for several targets,
+// from which accel_module_create() picks the image that fits a device. The
+// format (version 1, little-endian) is described in docs/user-guide.md;
+// the `accel-bundle` tool builds and lists bundles.
+// ===========================================================================
+
+// Most images one bundle holds.
+#define ACCEL_BUNDLE_MAX_ENTRIES 64
+
+// One image of a bundle: its target tag ("elf-x86_64", "cuda-fatbin",
+// "spirv", "opencl-c") and where its bytes lie in the bundle.
+typedef struct accel_bundle_entry {
+  char target[64];  // NUL-terminated
+  uint64_t offset;  // from the start of the bundle
+  uint64_t size;    // bytes, > 0
+} accel_bundle_entry_t;
+
+// Checks the bundle of `size` bytes at `data` (untrusted: every field is
+// checked against `size`) and copies its entries into `entries`, room for
+// `capacity` (ACCEL_BUNDLE_MAX_ENTRIES always suffices); `*out_count` gets
+// their number. ACCEL_ERROR_INVALID_ARGUMENT for NULL arguments, too
+// small a `capacity`, or a malformed bundle (truncated, a bad tag, an
+// image outside the data area or overlapping another, too many entries);
+// ACCEL_ERROR_INCOMPATIBLE for a bundle version this library does not
+// read. Thread-safe; does not initialise the library.
+ACCEL_API accel_status_t accel_bundle_parse(const void* data, size_t size,
+                                            size_t capacity,
+                                            accel_bundle_entry_t* entries,
+                                            size_t* out_count);
+
+// Builds a bundle of `count` images: image i is `sizes[i]` bytes at
+// `images[i]`, tagged `targets[i]` (1 to 63 characters of
+// [A-Za-z0-9._+-]). Sets `*out_size` to the bundle's size; with `out`
+// NULL (and `capacity` 0) only that, otherwise it writes the bundle to
+// `out`, which has `capacity` bytes. The caller owns everything.
+// ACCEL_ERROR_INVALID_ARGUMENT for NULL arrays, 0 or more than
+// ACCEL_BUNDLE_MAX_ENTRIES images, an empty image, a bad tag or too small
+// a `capacity`. Thread-safe; does not initialise the library.
+ACCEL_API accel_status_t accel_bundle_write(size_t count,
+                                            const char* const* targets,
+                                            const void* const* images,
+                                            const size_t* sizes, void* out,
+                                            size_t capacity, size_t* out_size);
+
+// Says what the `size` bytes at `image` hold, as accel_module_create()
+// sees them: the target to `target` ("elf-x86_64", "cuda-sm_90",
+// "cuda-fatbin", "cuda-ptx-sm_80", "amdgcn-gfx90a", "spirv",
+// "accel-bundle", or "unknown" for what it does not recognise, OpenCL C
+// source included) and a sentence to `description`. Both are
+// NUL-terminated, truncated to their sizes. ACCEL_ERROR_INVALID_ARGUMENT
+// for NULL pointers or zero sizes of the outputs. Thread-safe; does not
+// initialise the library.
+ACCEL_API accel_status_t accel_image_describe(const void* image, size_t size,
+                                              char* target,
+                                              size_t target_size,
+                                              char* description,
+                                              size_t description_size);
+
+// ===========================================================================
+// Collectives: communicators across processes and machines, on an existing
+// engine (MPI everywhere; NCCL and RCCL are engines of the same kind). An
+// engine is a plugin of its own kind (<accel/comm_engine.h>), found in
+// ACCEL_COMM_ENGINE_PATH and then in the "comm" folder beside the device
+// plugins, and picked by ACCEL_COMM_ENGINE ("mpi"; "auto", the default,
+// takes the usable engine of highest priority). See docs/collectives.md.
+//
+// Every collective is ordered on `stream`: it starts after the work
+// enqueued on `stream` before the call, and work enqueued after the call
+// sees its result. The call returns when this rank's part is complete (the
+// engines are host-driven). Buffers are on `stream`'s device. Memory that
+// the host can address (ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) goes to the
+// engine directly; other buffers are staged through pinned host memory.
+// Calls on one communicator are serialised; every rank must make the same
+// collective calls in the same order, as with MPI.
+//
+// Failures name the operation, the rank and the engine. No call blocks for
+// ever: one that does not complete within the communicator's timeout
+// returns ACCEL_ERROR_TIMEOUT (a peer died or stopped calling), and the
+// communicator is then broken: every later call on it fails with the
+// original reason.
+// ===========================================================================
+
+typedef struct accel_comm accel_comm_t;
+
+// Reduction operators. Values are stable.
+typedef enum accel_reduce_op {
+  ACCEL_REDUCE_SUM = 0,
+  ACCEL_REDUCE_PROD = 1,
+  ACCEL_REDUCE_MIN = 2,
+  ACCEL_REDUCE_MAX = 3,
+  ACCEL_REDUCE_OP_MAX_ENUM = 0x7fffffff
+} accel_reduce_op_t;
+
+// How accel_comm_create() forms a communicator. Fill with
+// accel_comm_options_init() and change what you need.
+typedef struct accel_comm_options {
+  uint32_t struct_size;  // set by accel_comm_options_init()
+  // Engine name ("mpi"), or NULL for ACCEL_COMM_ENGINE (default "auto").
+  const char* engine;
+  // An existing native communicator to duplicate: for MPI a pointer to an
+  // MPI_Comm. NULL forms one from the launcher (mpirun sets rank and size)
+  // or the rendezvous below.
+  const void* native_comm;
+  // Rank and size, or -1 for ACCEL_COMM_RANK / ACCEL_COMM_SIZE or the
+  // engine's launcher.
+  int32_t rank;
+  int32_t size;
+  // Longest a call may block, in seconds; 0 for ACCEL_COMM_TIMEOUT or 300.
+  double timeout_s;
+} accel_comm_options_t;
+
+// Fills `options` with the defaults. NULL is ignored.
+ACCEL_API void accel_comm_options_init(accel_comm_options_t* options);
+
+// Creates a communicator (collective: every rank calls it). `options` may
+// be NULL for the defaults. On success `*out_comm` holds one reference.
+// ACCEL_ERROR_INVALID_ARGUMENT for a bad option, ACCEL_ERROR_NOT_FOUND or
+// ACCEL_ERROR_UNAVAILABLE when no engine can be used (the message gives
+// each engine's reason), the engine's error otherwise.
+ACCEL_API accel_status_t accel_comm_create(const accel_comm_options_t* options,
+                                           accel_comm_t** out_comm);
+
+// Splits `comm` (collective): ranks passing the same `color` (>= 0) form
+// one new communicator, ordered by `key` and then by their old rank.
+ACCEL_API accel_status_t accel_comm_split(accel_comm_t* comm, int32_t color,
+                                          int32_t key,
+                                          accel_comm_t** out_comm);
+
+// Adds a reference. NULL is ignored.
+ACCEL_API void accel_comm_retain(accel_comm_t* comm);
+
+// Drops a reference; the last one frees the communicator (not
+// collective). NULL is ignored.
+ACCEL_API void accel_comm_release(accel_comm_t* comm);
+
+// This process's rank and the number of ranks; -1 for NULL.
+ACCEL_API int32_t accel_comm_rank(const accel_comm_t* comm);
+ACCEL_API int32_t accel_comm_size(const accel_comm_t* comm);
+
+// Name of the engine ("mpi"); "" for NULL. Static storage.
+ACCEL_API const char* accel_comm_engine(const accel_comm_t* comm);
+
+// recv[i] = `op` over all ranks of send[i], for i < `count` elements of
+// `dtype` at the given byte offsets. `send` may be `recv` at the same
+// offset (in place). f16 and bf16 are combined in f32 and rounded once per
+// step.
+ACCEL_API accel_status_t accel_comm_all_reduce(
+    accel_comm_t* comm, accel_stream_t* stream, accel_buffer_t* send,
+    size_t send_offset, accel_buffer_t* recv, size_t recv_offset,
+    size_t count, accel_dtype_t dtype, accel_reduce_op_t op);
+
+// Copies `count` elements at `offset` of `buffer` on rank `root` into the
+// same place on every other rank.
+ACCEL_API accel_status_t accel_comm_broadcast(accel_comm_t* comm,
+                                              accel_stream_t* stream,
+                                              accel_buffer_t* buffer,
+                                              size_t offset, size_t count,
+                                              accel_dtype_t dtype,
+                                              int32_t root);
+
+// Like accel_comm_all_reduce, but only `root` receives; `recv` may be
+// NULL on the other ranks.
+ACCEL_API accel_status_t accel_comm_reduce(
+    accel_comm_t* comm, accel_stream_t* stream, accel_buffer_t* send,
+    size_t send_offset, accel_buffer_t* recv, size_t recv_offset,
+    size_t count, accel_dtype_t dtype, accel_reduce_op_t op, int32_t root);
+
+// Every rank's `count` elements of `send`, in rank order, into `recv`
+// (which holds size * count elements).
+ACCEL_API accel_status_t accel_comm_all_gather(
+    accel_comm_t* comm, accel_stream_t* stream, accel_buffer_t* send,
+    size_t send_offset, accel_buffer_t* recv, size_t recv_offset,
+    size_t count, accel_dtype_t dtype);
+
+// `send` holds size * count elements; rank r receives in `recv` the
+// reduction over ranks of block r.
+ACCEL_API accel_status_t accel_comm_reduce_scatter(
+    accel_comm_t* comm, accel_stream_t* stream, accel_buffer_t* send,
+    size_t send_offset, accel_buffer_t* recv, size_t recv_offset,
+    size_t count, accel_dtype_t dtype, accel_reduce_op_t op);
+
+// `send` and `recv` hold size * count elements: block r of `send` goes to
+// rank r, and block r of `recv` comes from rank r.
+ACCEL_API accel_status_t accel_comm_all_to_all(
+    accel_comm_t* comm, accel_stream_t* stream, accel_buffer_t* send,
+    size_t send_offset, accel_buffer_t* recv, size_t recv_offset,
+    size_t count, accel_dtype_t dtype);
+
+// Point to point: sends `count` elements to rank `peer`, which receives
+// them with accel_comm_recv. Messages between two ranks arrive in order.
+ACCEL_API accel_status_t accel_comm_send(accel_comm_t* comm,
+                                         accel_stream_t* stream,
+                                         accel_buffer_t* buffer, size_t offset,
+                                         size_t count, accel_dtype_t dtype,
+                                         int32_t peer);
+ACCEL_API accel_status_t accel_comm_recv(accel_comm_t* comm,
+                                         accel_stream_t* stream,
+                                         accel_buffer_t* buffer, size_t offset,
+                                         size_t count, accel_dtype_t dtype,
+                                         int32_t peer);
+
+// The collectives engines found, in the shape of the plugin load report:
+// path, stage reached, status and message, name and version. Initialises
+// the library. Same errors as accel_plugin_report_count/_get.
+ACCEL_API accel_status_t accel_comm_engine_report_count(size_t* out_count);
+ACCEL_API accel_status_t
+accel_comm_engine_report_get(size_t index, accel_plugin_report_t* out_report);
 
 #ifdef __cplusplus
 }  // extern "C"

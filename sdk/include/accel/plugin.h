@@ -590,12 +590,6 @@ typedef struct accel_plugin {
   void (*device_close)(void* device);
   // Device operations shared by every device of this plugin. Required.
   const accel_device_ops_t* device_ops;
-  // -- since ABI 1.3 --
-  // ACCEL_PLUGIN_ABI_MINOR the plugin was built with. Informational: the
-  // core shows it in the load report; compatibility is still decided by
-  // struct_size. (ABI 1.3 added no entry to this table or device_ops, so
-  // without this field a 1.3 plugin's sizes would read as 1.2.)
-  uint32_t abi_minor;
 } accel_plugin_t;
 
 // Smallest descriptor the core accepts (ABI 1.0).
