@@ -30,6 +30,7 @@ static void accel__device_cache_props(accel_device_t* device) {
   device->max_shared_mem_bytes = props.max_shared_mem_bytes;
   device->buffer_offset_alignment = props.buffer_offset_alignment;
   memcpy(device->max_grid, props.max_grid, sizeof(device->max_grid));
+  device->host_accessible = (props.caps & ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) != 0;
 }
 
 accel_status_t accel__device_open_locked(accel__plugin_t* plugin,

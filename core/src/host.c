@@ -25,6 +25,8 @@ static void accel__host_log(const accel_host_t* host, accel_log_level_t level,
   const char* tag = "plugin";
   if (plugin != NULL && plugin->name != NULL && plugin->name[0] != '\0') {
     tag = plugin->name;
+  } else if (plugin == NULL && ((const accel__host_t*)host)->tag[0] != '\0') {
+    tag = ((const accel__host_t*)host)->tag;
   }
   va_list args;
   va_start(args, format);
@@ -46,6 +48,7 @@ void accel__host_init(accel__host_t* host, accel__plugin_t* plugin) {
   host->host.log = accel__host_log;
   host->host.getenv = accel__host_getenv;
   host->plugin = plugin;
+  host->tag[0] = '\0';
 }
 
 // Where each minor's additions end: a table that reaches past the last

@@ -77,8 +77,7 @@ static bool accel__search_add_list(const char* list, accel_origin_t origin,
   return true;
 }
 
-// The install dir: "accel" beside the file libaccel was loaded from.
-static bool accel__search_add_install_dir(void) {
+bool accel__install_plugin_dir(char* out, size_t size) {
   Dl_info info;
   if (dladdr(&accel__anchor, &info) == 0 || info.dli_fname == NULL) {
     accel__log(ACCEL_LOG_WARN,
@@ -92,13 +91,19 @@ static bool accel__search_add_install_dir(void) {
                "cannot resolve %s; the install plugin "
                "directory is not searched",
                info.dli_fname);
-    return true;
+    return false;
   }
   char* slash = strrchr(real, '/');
-  if (slash == NULL) return true;
+  if (slash == NULL) return false;
   *slash = '\0';
+  int n = snprintf(out, size, "%s/accel", real);
+  return n > 0 && (size_t)n < size;
+}
+
+// The install dir: "accel" beside the file libaccel was loaded from.
+static bool accel__search_add_install_dir(void) {
   char dir[PATH_MAX + 8];
-  snprintf(dir, sizeof(dir), "%s/accel", real);
+  if (!accel__install_plugin_dir(dir, sizeof(dir))) return true;
   return accel__search_add(dir, ACCEL_ORIGIN_INSTALL_DIR);
 }
 
@@ -337,6 +342,7 @@ accel_status_t accel__ensure_init(void) {
 }
 
 void accel_shutdown(void) {
+  accel__engines_shutdown();
   accel__state_t* st = &accel__state;
   pthread_mutex_lock(&st->lock);
   size_t kept = 0;

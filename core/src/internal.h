@@ -62,7 +62,8 @@ typedef accel_status_t (*accel__copy_peer_fn_t)(accel__plugin_t* plugin,
 // tag messages with the plugin's name.
 typedef struct accel__host {
   accel_host_t host;
-  accel__plugin_t* plugin;
+  accel__plugin_t* plugin;  // NULL for a collectives engine
+  char tag[40];             // log tag when `plugin` is NULL ("comm-mpi")
 } accel__host_t;
 
 // One candidate plugin: its load-report entry and, once loaded, its tables.
@@ -102,8 +103,21 @@ void accel__plugin_load(accel__plugin_t* plugin);
 // Unloads and dlcloses a plugin (no devices may be open) and frees it.
 void accel__plugin_destroy(accel__plugin_t* plugin);
 
-// Fills `host` for `plugin` (host.c).
+// Checks that `path` is a regular file and, if it is an ELF library, that
+// it was built for this process's machine and word size (plugin_file.c).
+// On failure writes why to `why` and returns false.
+bool accel__plugin_file_check(const char* path, char* why, size_t why_size);
+
+// Fills `host` for `plugin` (host.c); `plugin` may be NULL (an engine),
+// and the caller then sets `host->tag`.
 void accel__host_init(accel__host_t* host, accel__plugin_t* plugin);
+
+// Writes the install plugin folder ("accel" beside the file libaccel was
+// loaded from) to `out`; false when it cannot be found (init.c).
+bool accel__install_plugin_dir(char* out, size_t size);
+
+// Unloads the collectives engines at accel_shutdown (comm_engine.c).
+void accel__engines_shutdown(void);
 
 // The ABI minor a plugin was built with (host.c), from the `struct_size`
 // of the accel_device_ops_t it returned: the newest 1.N whose table is no
@@ -172,6 +186,8 @@ struct accel_device {
   uint64_t max_shared_mem_bytes;
   uint32_t buffer_offset_alignment;  // 0 or 1: any offset
   uint32_t max_grid[3];
+  // ACCEL_DEVICE_CAP_HOST_ACCESSIBLE: buffer addresses are host pointers.
+  bool host_accessible;
   // Created at open, destroyed at close (allocator.c, host_pool.c).
   accel__allocator_t* allocator;
   accel__host_pool_t* host_pool;

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: MIT
+//
+// Collectives on the MPI engine, run by mpirun with several ranks (see
+// CMakeLists.txt): every collective and dtype against a reference the
+// test computes itself, in place and at offsets, split communicators,
+// point to point, argument checks, and the staged path (a device whose
+// memory the host cannot address, or ACCEL_COMM_STAGING=always).
+//
+// With the argument "die", rank 1 exits in the middle and every other rank
+// must see its next collective fail with ACCEL_ERROR_TIMEOUT within the
+// communicator's timeout, and the communicator refuse later calls.
+#include <accel/accel.h>
+#include <accel/plugin_dtype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int rank_, size_;
+static int failures;
+
+#define CHECK(cond, ...)                                 \
+  do {                                                   \
+    if (!(cond)) {                                       \
+      fprintf(stderr, "rank %d: %s:%d: ", rank_, __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                      \
+      fprintf(stderr, "\n");                             \
+      failures++;                                        \
+    }                                                    \
+  } while (0)
+
+#define OK(call)                                                        \
+  do {                                                                  \
+    accel_status_t s_ = (call);                                         \
+    CHECK(s_ == ACCEL_OK, "%s: %s: %s", #call, accel_status_string(s_), \
+          accel_last_error());                                          \
+  } while (0)
+
+static const accel_dtype_t dtypes[] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_F16,
+                                       ACCEL_DTYPE_BF16, ACCEL_DTYPE_I32};
+
+// Element `i` of rank `r`'s input: small integers, exact in every dtype,
+// and in {1, 2} for products so that 2^size stays exact.
+static double input(int r, size_t i, accel_reduce_op_t op) {
+  if (op == ACCEL_REDUCE_PROD) return (double)(1 + (int)((r + i) % 2));
+  return (double)((int)((r * 7 + i * 3) % 11) - 5);
+}
+
+static void put(unsigned char* p, accel_dtype_t t, size_t i, double v) {
+  switch (t) {
+    case ACCEL_DTYPE_F32: {
+      float f = (float)v;
+      memcpy(p + 4 * i, &f, 4);
+      break;
+    }
+    case ACCEL_DTYPE_I32: {
+      int32_t x = (int32_t)v;
+      memcpy(p + 4 * i, &x, 4);
+      break;
+    }
+    default: {
+      uint16_t h = t == ACCEL_DTYPE_F16 ? accel_plugin_f64_to_f16(v)
+                                        : accel_plugin_f64_to_bf16(v);
+      memcpy(p + 2 * i, &h, 2);
+    }
+  }
+}
+
+static double get(const unsigned char* p, accel_dtype_t t, size_t i) {
+  switch (t) {
+    case ACCEL_DTYPE_F32: {
+      float f;
+      memcpy(&f, p + 4 * i, 4);
+      return f;
+    }
+    case ACCEL_DTYPE_I32: {
+      int32_t x;
+      memcpy(&x, p + 4 * i, 4);
+      return x;
+    }
+    default: {
+      uint16_t h;
+      memcpy(&h, p + 2 * i, 2);
+      return t == ACCEL_DTYPE_F16 ? accel_plugin_f16_to_f32(h)
+                                  : accel_plugin_bf16_to_f32(h);
+    }
+  }
+}
+
+static double reduce_ref(size_t i, accel_reduce_op_t op) {
+  double acc = input(0, i, op);
+  for (int r = 1; r < size_; r++) {
+    double v = input(r, i, op);
+    if (op == ACCEL_REDUCE_SUM) acc += v;
+    if (op == ACCEL_REDUCE_PROD) acc *= v;
+    if (op == ACCEL_REDUCE_MIN && v < acc) acc = v;
+    if (op == ACCEL_REDUCE_MAX && v > acc) acc = v;
+  }
+  return acc;
+}
+
+typedef struct fixture {
+  accel_device_t* dev;
+  accel_stream_t* stream;
+  accel_comm_t* comm;
+} fixture_t;
+
+// A buffer of `n` elements of `t` with rank `r`'s inputs for `op`, placed
+// at byte offset `off`.
+static accel_buffer_t* make(fixture_t* f, accel_dtype_t t, size_t n,
+                            size_t off, int r, accel_reduce_op_t op,
+                            size_t first) {
+  size_t elem = accel_dtype_size(t);
+  accel_buffer_t* b = NULL;
+  OK(accel_buffer_create(f->dev, off + n * elem + 64, &b));
+  unsigned char* host = calloc(n, elem);
+  for (size_t i = 0; i < n; i++) put(host, t, i, input(r, first + i, op));
+  OK(accel_buffer_write(b, off, host, n * elem));
+  free(host);
+  return b;
+}
+
+static unsigned char* fetch(fixture_t* f, accel_buffer_t* b, size_t off,
+                            size_t bytes) {
+  unsigned char* host = malloc(bytes);
+  OK(accel_stream_read_buffer(f->stream, b, off, host, bytes));
+  OK(accel_stream_synchronize(f->stream));
+  return host;
+}
+
+static void test_all_reduce(fixture_t* f, accel_dtype_t t,
+                            accel_reduce_op_t op, bool in_place) {
+  size_t n = 1000, off = 12;
+  accel_buffer_t* send = make(f, t, n, off, rank_, op, 0);
+  accel_buffer_t* recv = in_place ? send : make(f, t, n, 0, 0, op, 0);
+  size_t roff = in_place ? off : 0;
+  OK(accel_comm_all_reduce(f->comm, f->stream, send, off, recv, roff, n, t,
+                           op));
+  unsigned char* out = fetch(f, recv, roff, n * accel_dtype_size(t));
+  for (size_t i = 0; i < n; i++) {
+    double want = reduce_ref(i, op), got = get(out, t, i);
+    if (got != want) {
+      CHECK(false, "all_reduce %s op %d%s [%zu]: %g, want %g",
+            accel_dtype_name(t), (int)op, in_place ? " in place" : "", i, got,
+            want);
+      break;
+    }
+  }
+  free(out);
+  if (!in_place) accel_buffer_release(recv);
+  accel_buffer_release(send);
+}
+
+static void test_gathers(fixture_t* f, accel_dtype_t t) {
+  size_t n = 257, elem = accel_dtype_size(t), all = n * (size_t)size_;
+  accel_reduce_op_t sum = ACCEL_REDUCE_SUM;
+  // all_gather: block r of recv is rank r's input.
+  accel_buffer_t* send = make(f, t, n, 0, rank_, sum, 0);
+  accel_buffer_t* recv = make(f, t, all, 0, 0, sum, 0);
+  OK(accel_comm_all_gather(f->comm, f->stream, send, 0, recv, 0, n, t));
+  unsigned char* out = fetch(f, recv, 0, all * elem);
+  for (size_t i = 0; i < all; i++) {
+    double want = input((int)(i / n), i % n, sum);
+    if (get(out, t, i) != want) {
+      CHECK(false, "all_gather %s [%zu]", accel_dtype_name(t), i);
+      break;
+    }
+  }
+  free(out);
+  accel_buffer_release(send);
+  accel_buffer_release(recv);
+  // reduce_scatter: rank r gets the sum of block r.
+  send = make(f, t, all, 0, rank_, sum, 0);
+  recv = make(f, t, n, 0, 0, sum, 0);
+  OK(accel_comm_reduce_scatter(f->comm, f->stream, send, 0, recv, 0, n, t,
+                               sum));
+  out = fetch(f, recv, 0, n * elem);
+  for (size_t i = 0; i < n; i++) {
+    double want = reduce_ref((size_t)rank_ * n + i, sum);
+    if (get(out, t, i) != want) {
+      CHECK(false, "reduce_scatter %s [%zu]", accel_dtype_name(t), i);
+      break;
+    }
+  }
+  free(out);
+  accel_buffer_release(send);
+  accel_buffer_release(recv);
+  // all_to_all: block r of recv is block `rank` of rank r's send.
+  send = make(f, t, all, 0, rank_, sum, 0);
+  recv = make(f, t, all, 0, 0, sum, 0);
+  OK(accel_comm_all_to_all(f->comm, f->stream, send, 0, recv, 0, n, t));
+  out = fetch(f, recv, 0, all * elem);
+  for (size_t i = 0; i < all; i++) {
+    int from = (int)(i / n);
+    double want = input(from, (size_t)rank_ * n + i % n, sum);
+    if (get(out, t, i) != want) {
+      CHECK(false, "all_to_all %s [%zu]", accel_dtype_name(t), i);
+      break;
+    }
+  }
+  free(out);
+  accel_buffer_release(send);
+  accel_buffer_release(recv);
+}
+
+static void test_rooted(fixture_t* f, accel_dtype_t t) {
+  size_t n = 333, elem = accel_dtype_size(t);
+  int root = size_ - 1;
+  accel_reduce_op_t max = ACCEL_REDUCE_MAX;
+  accel_buffer_t* b = make(f, t, n, 8, rank_, max, 0);
+  OK(accel_comm_broadcast(f->comm, f->stream, b, 8, n, t, root));
+  unsigned char* out = fetch(f, b, 8, n * elem);
+  for (size_t i = 0; i < n; i++) {
+    if (get(out, t, i) != input(root, i, max)) {
+      CHECK(false, "broadcast %s [%zu]", accel_dtype_name(t), i);
+      break;
+    }
+  }
+  free(out);
+  accel_buffer_release(b);
+  accel_buffer_t* send = make(f, t, n, 0, rank_, max, 0);
+  accel_buffer_t* recv = rank_ == root ? make(f, t, n, 0, 0, max, 0) : NULL;
+  OK(accel_comm_reduce(f->comm, f->stream, send, 0, recv, 0, n, t, max,
+                       root));
+  if (recv != NULL) {
+    out = fetch(f, recv, 0, n * elem);
+    for (size_t i = 0; i < n; i++) {
+      if (get(out, t, i) != reduce_ref(i, max)) {
+        CHECK(false, "reduce %s [%zu]", accel_dtype_name(t), i);
+        break;
+      }
+    }
+    free(out);
+  }
+  accel_buffer_release(send);
+  accel_buffer_release(recv);
+}
+
+// A ring: each rank sends to the next and receives from the previous.
+// Even ranks send first so blocking sends cannot deadlock.
+static void test_point_to_point(fixture_t* f) {
+  size_t n = 4096;
+  accel_dtype_t t = ACCEL_DTYPE_I32;
+  int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+  accel_buffer_t* mine = make(f, t, n, 0, rank_, ACCEL_REDUCE_SUM, 0);
+  accel_buffer_t* got = make(f, t, n, 0, 0, ACCEL_REDUCE_SUM, 0);
+  for (int phase = 0; phase < 2; phase++) {
+    if ((rank_ % 2 == 0) == (phase == 0)) {
+      OK(accel_comm_send(f->comm, f->stream, mine, 0, n, t, next));
+    } else {
+      OK(accel_comm_recv(f->comm, f->stream, got, 0, n, t, prev));
+    }
+  }
+  unsigned char* out = fetch(f, got, 0, n * 4);
+  for (size_t i = 0; i < n; i++) {
+    if (get(out, t, i) != input(prev, i, ACCEL_REDUCE_SUM)) {
+      CHECK(false, "recv from %d [%zu]", prev, i);
+      break;
+    }
+  }
+  free(out);
+  accel_buffer_release(mine);
+  accel_buffer_release(got);
+}
+
+static void test_split(fixture_t* f) {
+  accel_comm_t* half = NULL;
+  OK(accel_comm_split(f->comm, rank_ % 2, -rank_, &half));
+  if (half == NULL) return;
+  int members = (size_ + (rank_ % 2 == 0 ? 1 : 0)) / 2;
+  CHECK(accel_comm_size(half) == members, "split size %d, want %d",
+        accel_comm_size(half), members);
+  // key -rank reverses the order.
+  CHECK(accel_comm_rank(half) == members - 1 - rank_ / 2,
+        "split rank %d", accel_comm_rank(half));
+  accel_buffer_t* b = NULL;
+  OK(accel_buffer_create(f->dev, 4, &b));
+  int32_t one = 1, total = 0;
+  OK(accel_buffer_write(b, 0, &one, 4));
+  OK(accel_comm_all_reduce(half, f->stream, b, 0, b, 0, 1, ACCEL_DTYPE_I32,
+                           ACCEL_REDUCE_SUM));
+  OK(accel_stream_read_buffer(f->stream, b, 0, &total, 4));
+  OK(accel_stream_synchronize(f->stream));
+  CHECK(total == members, "split all_reduce %d, want %d", total, members);
+  accel_buffer_release(b);
+  accel_comm_release(half);
+}
+
+static void test_bad_arguments(fixture_t* f) {
+  accel_buffer_t* b = NULL;
+  OK(accel_buffer_create(f->dev, 64, &b));
+  accel_status_t s = accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, 17,
+                                           ACCEL_DTYPE_F32, ACCEL_REDUCE_SUM);
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT && strstr(accel_last_error(),
+                                                    "accel_comm_all_reduce"),
+        "too small a buffer: %s", accel_last_error());
+  s = accel_comm_broadcast(f->comm, f->stream, b, 0, 1, ACCEL_DTYPE_F32,
+                           size_);
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT &&
+            strstr(accel_last_error(), "outside the communicator"),
+        "root out of range: %s", accel_last_error());
+  s = accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, 1,
+                            (accel_dtype_t)9, ACCEL_REDUCE_SUM);
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT, "bad dtype");
+  s = accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, 1,
+                            ACCEL_DTYPE_F32, (accel_reduce_op_t)7);
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT, "bad op");
+  s = accel_comm_all_reduce(NULL, f->stream, b, 0, b, 0, 1, ACCEL_DTYPE_F32,
+                            ACCEL_REDUCE_SUM);
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT, "NULL comm");
+  accel_buffer_release(b);
+}
+
+// Rank 1 leaves; everyone else must time out, then find the communicator
+// broken.
+static int run_die(fixture_t* f) {
+  accel_buffer_t* b = NULL;
+  OK(accel_buffer_create(f->dev, 4, &b));
+  OK(accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, 1, ACCEL_DTYPE_F32,
+                           ACCEL_REDUCE_SUM));
+  if (rank_ == 1) _exit(0);  // dies mid-job, without MPI_Finalize
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  accel_status_t s = accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, 1,
+                                           ACCEL_DTYPE_F32, ACCEL_REDUCE_SUM);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double waited = (double)(t1.tv_sec - t0.tv_sec) +
+                  1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  CHECK(s == ACCEL_ERROR_TIMEOUT, "after a peer died: %s: %s",
+        accel_status_string(s), accel_last_error());
+  CHECK(strstr(accel_last_error(), "rank") != NULL &&
+            strstr(accel_last_error(), "all_reduce") != NULL,
+        "the message names the call and the rank: %s", accel_last_error());
+  CHECK(waited < 30, "gave up after %.1f s", waited);
+  s = accel_comm_broadcast(f->comm, f->stream, b, 0, 1, ACCEL_DTYPE_F32, 0);
+  CHECK(s == ACCEL_ERROR_TIMEOUT && strstr(accel_last_error(), "broken"),
+        "a broken communicator refuses later calls: %s", accel_last_error());
+  printf("rank %d: peer loss reported after %.1f s: %s\n", rank_, waited,
+         accel_last_error());
+  accel_buffer_release(b);
+  return failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  bool die = argc > 1 && strcmp(argv[1], "die") == 0;
+  const char* device = getenv("COMM_TEST_DEVICE");
+  fixture_t f = {0};
+  accel_status_t s = accel_device_open(device != NULL ? device : "cpu:0",
+                                       &f.dev);
+  if (s != ACCEL_OK) {
+    fprintf(stderr, "skip: %s\n", accel_last_error());
+    return 77;
+  }
+  OK(accel_stream_create(f.dev, 0, &f.stream));
+  s = accel_comm_create(NULL, &f.comm);
+  if (s == ACCEL_ERROR_UNAVAILABLE || s == ACCEL_ERROR_NOT_FOUND) {
+    fprintf(stderr, "skip: %s\n", accel_last_error());
+    return 77;
+  }
+  OK(s);
+  if (f.comm == NULL) return 1;
+  rank_ = accel_comm_rank(f.comm);
+  size_ = accel_comm_size(f.comm);
+  CHECK(strcmp(accel_comm_engine(f.comm), "mpi") == 0, "engine %s",
+        accel_comm_engine(f.comm));
+  int rc = 0;
+  if (die) {
+    rc = run_die(&f);
+  } else {
+    for (size_t t = 0; t < sizeof(dtypes) / sizeof(dtypes[0]); t++) {
+      for (int op = 0; op < 4; op++) {
+        test_all_reduce(&f, dtypes[t], (accel_reduce_op_t)op, false);
+      }
+      test_all_reduce(&f, dtypes[t], ACCEL_REDUCE_SUM, true);
+      test_gathers(&f, dtypes[t]);
+      test_rooted(&f, dtypes[t]);
+    }
+    test_point_to_point(&f);
+    test_split(&f);
+    test_bad_arguments(&f);
+    printf("rank %d of %d on %s: %d failure(s)\n", rank_, size_,
+           accel_device_uri(f.dev), failures);
+    rc = failures == 0 ? 0 : 1;
+  }
+  accel_comm_release(f.comm);
+  accel_stream_release(f.stream);
+  accel_device_release(f.dev);
+  accel_shutdown();
+  return rc;
+}
