@@ -189,6 +189,11 @@ static bool accel_cuda_driver_resolve_all(accel_cuda_driver_t* cu,
                                           size_t size) {
   bool ok = true;
   ACCEL_CUDA_DRIVER_SYMBOLS(ACCEL_CUDA_DRIVER_RESOLVE)
+  if (ok && cu->version >= 12040) {
+    void* fn = accel_cuda_driver_resolve(cu, "cuFuncGetParamInfo", 12040,
+                                         "cuFuncGetParamInfo");
+    memcpy(&cu->cuFuncGetParamInfo, &fn, sizeof(fn));
+  }
   return ok;
 }
 

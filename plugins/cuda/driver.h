@@ -107,6 +107,9 @@ typedef struct accel_cuda_driver {
   PFN_cuGetErrorString_v6000 cuGetErrorString;
   PFN_cuGetProcAddress_v12000 cuGetProcAddress;
   ACCEL_CUDA_DRIVER_SYMBOLS(ACCEL_CUDA_DRIVER_MEMBER)
+  // Optional: cuFuncGetParamInfo (CUDA 12.4 drivers and newer), NULL when
+  // the driver lacks it; launches then cannot check argument sizes.
+  PFN_cuFuncGetParamInfo_v12040 cuFuncGetParamInfo;
 } accel_cuda_driver_t;
 
 // Opens the driver into `cu` (zeroed by the caller): the library named by

@@ -45,6 +45,10 @@ struct accel_cuda_function {
   uint32_t shared_allowed;
   // The kernel's static shared memory (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).
   uint32_t shared_static;
+  // Parameter sizes from cuFuncGetParamInfo (num_params == UINT32_MAX when
+  // the driver cannot tell); launches check their arguments against them.
+  uint32_t num_params;
+  uint32_t* param_sizes;
   char name[];
 };
 
@@ -197,11 +201,40 @@ void accel_cuda_module_unload(void* module_ptr) {
   }
   for (accel_cuda_function_t* f = module->functions; f != NULL;) {
     accel_cuda_function_t* next = f->next;
+    free(f->param_sizes);
     free(f);
     f = next;
   }
   pthread_mutex_destroy(&module->mutex);
   free(module);
+}
+
+// Most kernel parameters read with cuFuncGetParamInfo.
+#define ACCEL_CUDA_MAX_PARAMS 1024
+
+// Reads the parameter sizes of `function` into `f` (the caller pushed the
+// context). Without cuFuncGetParamInfo, or if it fails other than at the
+// end of the list, `f` records that the sizes are unknown.
+static void accel_cuda_function_params(const accel_cuda_device_t* device,
+                                       accel_cuda_function_t* f,
+                                       CUfunction function) {
+  const accel_cuda_driver_t* cu = device->cu;
+  f->num_params = UINT32_MAX;
+  f->param_sizes = NULL;
+  if (cu->cuFuncGetParamInfo == NULL) return;
+  uint32_t sizes[64];
+  uint32_t n = 0;
+  for (; n < ACCEL_CUDA_MAX_PARAMS; n++) {
+    size_t offset = 0, size = 0;
+    CUresult r = cu->cuFuncGetParamInfo(function, n, &offset, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+    if (r != CUDA_SUCCESS || n >= 64) return;  // unknown: not checked
+    sizes[n] = (uint32_t)size;
+  }
+  f->param_sizes = malloc((n > 0 ? n : 1) * sizeof(*f->param_sizes));
+  if (f->param_sizes == NULL) return;
+  if (n > 0) memcpy(f->param_sizes, sizes, n * sizeof(*sizes));
+  f->num_params = n;
 }
 
 accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
@@ -243,6 +276,12 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
       f->module = module;
       f->function = function;
       f->shared_static = shared_static > 0 ? (uint32_t)shared_static : 0;
+      f->num_params = UINT32_MAX;
+      f->param_sizes = NULL;
+      if (device->cu->cuCtxPushCurrent(device->ctx) == CUDA_SUCCESS) {
+        accel_cuda_function_params(device, f, function);
+        accel_cuda_context_pop(device);
+      }
       f->shared_allowed = f->shared_static < ACCEL_CUDA_SHARED_DEFAULT
                               ? ACCEL_CUDA_SHARED_DEFAULT - f->shared_static
                               : 0;
@@ -254,6 +293,39 @@ accel_status_t accel_cuda_module_function(void* module_ptr, const char* name,
   pthread_mutex_unlock(&module->mutex);
   if (status == ACCEL_OK) *out_function = f;
   return status;
+}
+
+// Checks the launch's arguments against the kernel's parameters where the
+// driver says what they are (cuFuncGetParamInfo): the count, a buffer
+// for each pointer-sized parameter, and each value's size.
+static accel_status_t accel_cuda_launch_check(
+    const accel_cuda_function_t* f, const accel_plugin_launch_t* launch) {
+  const accel_cuda_device_t* device = f->module->device;
+  const accel_host_t* host = device->host;
+  if (f->num_params == UINT32_MAX) return ACCEL_OK;
+  if (launch->num_args != f->num_params) {
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "%s: launch of %s: %u arguments; the kernel takes %u",
+                      device->prefix, f->name, (unsigned)launch->num_args,
+                      (unsigned)f->num_params);
+  }
+  for (uint32_t i = 0; i < f->num_params; i++) {
+    const accel_plugin_arg_t* arg = &launch->args[i];
+    uint32_t size = arg->kind == ACCEL_PLUGIN_ARG_BUFFER
+                        ? (uint32_t)sizeof(CUdeviceptr)
+                        : arg->size;
+    if (size != f->param_sizes[i]) {
+      return host->fail(
+          host, ACCEL_ERROR_INVALID_ARGUMENT,
+          "%s: launch of %s: argument %u is %s of %u bytes; the kernel's "
+          "parameter %u is %u bytes",
+          device->prefix, f->name, (unsigned)i,
+          arg->kind == ACCEL_PLUGIN_ARG_BUFFER ? "a buffer (device pointer)"
+                                               : "a value",
+          (unsigned)size, (unsigned)i, (unsigned)f->param_sizes[i]);
+    }
+  }
+  return ACCEL_OK;
 }
 
 // Lets `f` use `bytes` of dynamic shared memory. A kernel's dynamic
@@ -324,7 +396,8 @@ accel_status_t accel_cuda_launch(void* function_ptr, void* stream_ptr,
       params[i] = (void*)arg->value;
     }
   }
-  accel_status_t status = accel_cuda_context_push(device, "launch");
+  accel_status_t status = accel_cuda_launch_check(f, launch);
+  if (status == ACCEL_OK) status = accel_cuda_context_push(device, "launch");
   if (status == ACCEL_OK) {
     status = accel_cuda_shared_allow(f, launch->shared_mem_bytes);
     if (status != ACCEL_OK) accel_cuda_context_pop(device);

@@ -629,6 +629,7 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end);
   X(cuModuleGetFunction, 2000, cuModuleGetFunction)                 \
   X(cuFuncSetAttribute, 9000, cuFuncSetAttribute)                   \
   X(cuFuncGetAttribute, 2020, cuFuncGetAttribute)                   \
+  X(cuFuncGetParamInfo, 12040, cuFuncGetParamInfo)                  \
   X(cuLaunchKernel, 4000, cuLaunchKernel)
 
 // Each entry has the signature of cudaTypedefs.h's PFN_<name>_v<version>.

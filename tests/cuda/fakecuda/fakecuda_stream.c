@@ -812,6 +812,29 @@ FAKECUDA_API CUresult cuFuncGetAttribute(int* value, CUfunction_attribute attr,
   }
 }
 
+// Offset and size of parameter `index` of `f`'s kernel (CUDA 12.4); past
+// the last one, CUDA_ERROR_INVALID_VALUE.
+FAKECUDA_API CUresult cuFuncGetParamInfo(CUfunction f, size_t index,
+                                         size_t* offset, size_t* size) {
+  CUcontext ctx = fakecuda_current();
+  if (ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  if (f == NULL || !fakecuda_function_live(f, ctx)) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  if (offset == NULL || size == NULL || index >= f->kernel->num_params) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  size_t at = 0;
+  for (size_t i = 0; i < index; i++) {
+    size_t s = f->kernel->param_size[i];
+    at = (at + s - 1) / s * s + s;  // each parameter aligned to its size
+  }
+  size_t s = f->kernel->param_size[index];
+  *offset = (at + s - 1) / s * s;
+  *size = s;
+  return CUDA_SUCCESS;
+}
+
 FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
                                      unsigned int gy, unsigned int gz,
                                      unsigned int bx, unsigned int by,

@@ -13,7 +13,8 @@
 //    first: CUDA_TEST_PLUGIN names the plugin);
 //  - "now" copies do not use the legacy default stream, and a stream's
 //    cuBLAS handle is not destroyed with the stream (cublasDestroy waits
-//    for the whole device).
+//    for the whole device);
+//  - kernel arguments are checked against cuFuncGetParamInfo.
 // This checks the plugin's use of the API, not NVIDIA hardware.
 #include <accel/accel.h>
 #include <accel/plugin.h>
@@ -127,6 +128,47 @@ TEST(fake_static_shared_memory_counts) {
   // 16 KiB + 220 KiB is more than sm_90's 227 KiB: refused, naming both.
   ASSERT_EQ(launch_vadd(device, 220 << 10), ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "16384 bytes of static shared");
+  accel_device_release(device);
+}
+
+// With cuFuncGetParamInfo (CUDA 12.4+ drivers) the plugin checks each
+// argument's size: vadd's `unsigned n` passed as 8 bytes, or an argument
+// missing, is INVALID_ARGUMENT naming it, not a kernel reading garbage.
+TEST(fake_kernel_argument_sizes_checked) {
+  accel_device_t* device = open_gpu();
+  ASSERT_NOT_NULL(device);
+  accel_module_t* module = NULL;
+  accel_kernel_t* kernel = NULL;
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buf = NULL;
+  ASSERT_OK(
+      accel_module_create(device, test_vadd_ptx, test_vadd_ptx_size, &module));
+  ASSERT_OK(accel_kernel_create(module, "vadd", &kernel));
+  ASSERT_OK(accel_stream_create(device, 0, &stream));
+  ASSERT_OK(accel_buffer_create(device, 1024, &buf));
+  uint64_t n = 256;
+  accel_kernel_arg_t args[4] = {
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n}};
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  config.block[0] = 256;
+  ASSERT_EQ(accel_kernel_launch(kernel, stream, &config, 4, args),
+            ACCEL_ERROR_INVALID_ARGUMENT);
+  printf("  %s\n", accel_last_error());
+  ASSERT_STR_CONTAINS(accel_last_error(), "argument 3 is a value of 8 bytes");
+  ASSERT_EQ(accel_kernel_launch(kernel, stream, &config, 3, args),
+            ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(accel_last_error(), "3 arguments; the kernel takes 4");
+  args[3].size = sizeof(uint32_t);  // little-endian: the low half, 256
+  ASSERT_OK(accel_kernel_launch(kernel, stream, &config, 4, args));
+  ASSERT_OK(accel_stream_synchronize(stream));
+  accel_buffer_release(buf);
+  accel_stream_release(stream);
+  accel_kernel_release(kernel);
+  accel_module_release(module);
   accel_device_release(device);
 }
 
