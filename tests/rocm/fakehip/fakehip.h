@@ -18,8 +18,9 @@ extern _Thread_local int fakehip_current;
 
 // Records `error` as the calling thread's last error and returns it. Below
 // HIP 7.0 (FAKEHIP_VERSION) the last error is the last call's result, so a
-// success resets it; from 7.0 it is sticky: a success leaves an earlier
-// error in place until hipGetLastError reads it.
+// success resets it; from 7.0 it is sticky: a success (or
+// hipErrorNotReady) leaves an earlier error in place until hipGetLastError
+// reads it.
 hipError_t fakehip_ret(hipError_t error);
 
 #endif  // ACCEL_TESTS_ROCM_FAKEHIP_FAKEHIP_H_

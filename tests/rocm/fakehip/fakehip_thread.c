@@ -9,7 +9,9 @@
 // hipGetLastError as returning the last error of any HIP call on the
 // thread and resetting it to hipSuccess. Before HIP 7.0 the stored value is
 // the result of the last call (a later success overwrites an error); HIP
-// 7.0 made it sticky, as in CUDA: it stays until hipGetLastError reads it.
+// 7.0 made it sticky, as in CUDA: it stays until hipGetLastError reads it
+// (the ROCm documentation page "HIP API 7.0 changes"), hipErrorNotReady
+// excepted.
 // The fake follows the version it reports (FAKEHIP_VERSION).
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
@@ -31,7 +33,13 @@ static bool fakehip_sticky(void) {
 }
 
 hipError_t fakehip_ret(hipError_t error) {
-  if (error != hipSuccess || !fakehip_sticky()) fakehip_last = error;
+  if (!fakehip_sticky()) {
+    fakehip_last = error;
+  } else if (error != hipSuccess && error != hipErrorNotReady) {
+    // "HIP API 7.0 changes": neither hipSuccess nor hipErrorNotReady is
+    // an error that sticks.
+    fakehip_last = error;
+  }
   return error;
 }
 
