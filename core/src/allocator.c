@@ -382,8 +382,28 @@ static accel_status_t accel__fail_oom(accel__allocator_t* a, size_t requested,
                      d->uri, req, alloc, res, fr, tot, reason);
 }
 
+// Before the out-of-memory retry: waits for the work that still holds
+// freed memory, as PyTorch's allocator does, so the cache can be emptied
+// of it. Pending blocks wait for their events; blocks back in a live
+// stream's own pool wait for that stream (a pool's stream is valid while
+// `alive`, under the mutex).
+static void accel__wait_for_freed(accel__allocator_t* a) {
+  const accel_device_ops_t* ops = a->device->ops;
+  for (accel__block_t* b = a->pending; b != NULL; b = b->link_next) {
+    for (size_t i = b->events_done; i < b->event_count; i++) {
+      (void)ops->event_synchronize(b->events[i]);  // a fault ends it too
+    }
+  }
+  for (accel__pool_t* p = a->pools; p != NULL; p = p->next) {
+    if (p->alive && p->stream != NULL) {
+      (void)ops->stream_synchronize(p->stream->impl);
+    }
+  }
+}
+
 // Gets `want` bytes from the plugin, or `need` (<= want) if `want` is too
-// much. On device OOM frees the cache and tries once more.
+// much. On device OOM waits for work that holds freed blocks, frees the
+// cache and tries once more.
 static accel_status_t accel__raw_alloc(accel__allocator_t* a, size_t want,
                                        size_t need, size_t requested,
                                        void** out_mem, size_t* out_size) {
@@ -410,6 +430,7 @@ static accel_status_t accel__raw_alloc(accel__allocator_t* a, size_t want,
     }
     if (attempt == 0) {
       a->stats.oom_retries++;
+      accel__wait_for_freed(a);
       accel__release_cached(a);
     }
   }
@@ -1028,4 +1049,14 @@ void accel__allocator_reset_peaks(accel_device_t* device) {
   a->stats.reserved_bytes_peak = a->stats.reserved_bytes;
   a->stats.active_blocks_peak = a->stats.active_blocks;
   pthread_mutex_unlock(&a->mutex);
+}
+
+void accel__allocator_fork_lock(accel_device_t* device, bool lock) {
+  accel__allocator_t* a = device->allocator;
+  if (a == NULL) return;
+  if (lock) {
+    pthread_mutex_lock(&a->mutex);
+  } else {
+    pthread_mutex_unlock(&a->mutex);
+  }
 }

@@ -15,6 +15,13 @@ accel_status_t accel__check_range(const char* what, const char* operand,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL",
                        what, operand);
   }
+  if (atomic_load_explicit(&buffer->refs, memory_order_relaxed) == 0) {
+    // Cheap, not complete: once the memory went to a new buffer, the old
+    // handle may name the new one (see accel_buffer_release).
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: the %s buffer was already released", what,
+                       operand);
+  }
   if (size == 0) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size is 0", what);
   }
@@ -39,12 +46,40 @@ accel_status_t accel_buffer_create(accel_device_t* device, size_t size,
   return accel__allocator_alloc(device, NULL, size, out_buffer);
 }
 
+// A released handle keeps a count of zero until its memory is handed to a
+// new buffer, so retaining or releasing it again is caught (and ignored)
+// in that window; the message goes to accel_last_error() and the error
+// log.
+static void accel__buffer_dead(accel_buffer_t* buffer, const char* what) {
+  accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+              "%s: buffer %p was already released; ignored (a double "
+              "release: the program releases a reference it no longer "
+              "holds)",
+              what, (void*)buffer);
+  accel__log(ACCEL_LOG_ERROR, "%s", accel_last_error());
+}
+
 void accel_buffer_retain(accel_buffer_t* buffer) {
-  if (buffer != NULL) atomic_fetch_add(&buffer->refs, 1);
+  if (buffer == NULL) return;
+  unsigned refs = atomic_load(&buffer->refs);
+  do {
+    if (refs == 0) {
+      accel__buffer_dead(buffer, "accel_buffer_retain");
+      return;
+    }
+  } while (!atomic_compare_exchange_weak(&buffer->refs, &refs, refs + 1));
 }
 
 void accel_buffer_release(accel_buffer_t* buffer) {
-  if (buffer == NULL || atomic_fetch_sub(&buffer->refs, 1) != 1) return;
+  if (buffer == NULL) return;
+  unsigned refs = atomic_load(&buffer->refs);
+  do {
+    if (refs == 0) {
+      accel__buffer_dead(buffer, "accel_buffer_release");
+      return;
+    }
+  } while (!atomic_compare_exchange_weak(&buffer->refs, &refs, refs - 1));
+  if (refs != 1) return;
   accel_device_t* device = buffer->device;
   accel__allocator_free(buffer);  // the handle lives in the block record
   accel_device_release(device);

@@ -51,8 +51,8 @@ accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
   if (device == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "device handle");
   }
-  accel_status_t status =
-      plugin->desc.device_open(plugin->state, index, &device->impl);
+  accel_status_t status = plugin->desc.device_open(
+      plugin->state, accel__plugin_physical(plugin, index), &device->impl);
   if (status != ACCEL_OK) {
     free(device);
     return status;  // the plugin recorded why
@@ -85,13 +85,16 @@ accel_status_t accel_device_count(uint32_t* out_count) {
   accel_status_t status = accel__ensure_init();
   if (status != ACCEL_OK) return status;
   pthread_mutex_lock(&accel__state.lock);
-  uint32_t total = 0;
+  accel__plugin_probe_all();
+  // 64-bit sum: per-plugin counts are capped, but many plugins could still
+  // pass 2^32; the result saturates.
+  uint64_t total = 0;
   for (size_t i = 0; i < accel__state.plugin_count; i++) {
     const accel__plugin_t* plugin = accel__state.plugins[i];
     if (plugin->status == ACCEL_OK) total += plugin->device_count;
   }
   pthread_mutex_unlock(&accel__state.lock);
-  *out_count = total;
+  *out_count = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
   return ACCEL_OK;
 }
 
@@ -104,6 +107,7 @@ accel_status_t accel_device_get(uint32_t index, accel_device_t** out_device) {
   accel_status_t status = accel__ensure_init();
   if (status != ACCEL_OK) return status;
   pthread_mutex_lock(&accel__state.lock);
+  accel__plugin_probe_all();
   uint32_t left = index;
   status = ACCEL_ERROR_NOT_FOUND;
   for (size_t i = 0; i < accel__state.plugin_count; i++) {
@@ -122,6 +126,31 @@ accel_status_t accel_device_get(uint32_t index, accel_device_t** out_device) {
                        "only %u device(s)",
                        index, index - left);
   }
+  return status;
+}
+
+accel_status_t accel__device_type_locked(accel__plugin_t* plugin,
+                                         uint32_t index,
+                                         accel_device_type_t* out_type) {
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  accel_device_t* open = plugin->devices[index];
+  accel_status_t status;
+  if (open != NULL) {
+    status = plugin->ops.query_props(open->impl, &props);
+  } else {
+    void* impl = NULL;
+    status = plugin->desc.device_open(
+        plugin->state, accel__plugin_physical(plugin, index), &impl);
+    if (status == ACCEL_OK) {
+      status = plugin->ops.query_props(impl, &props);
+      plugin->desc.device_close(impl);
+    }
+  }
+  *out_type = props.type <= ACCEL_DEVICE_TYPE_GPU
+                  ? (accel_device_type_t)props.type
+                  : ACCEL_DEVICE_TYPE_OTHER;
   return status;
 }
 

@@ -301,3 +301,13 @@ void accel_host_free(accel_device_t* device, void* ptr) {
   }
   accel_device_release(device);  // may close the device and this pool
 }
+
+void accel__host_pool_fork_lock(accel_device_t* device, bool lock) {
+  accel__host_pool_t* pool = device->host_pool;
+  if (pool == NULL) return;
+  if (lock) {
+    pthread_mutex_lock(&pool->mutex);
+  } else {
+    pthread_mutex_unlock(&pool->mutex);
+  }
+}

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE  // dladdr
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,8 +172,25 @@ static accel_status_t accel__candidate(const accel__discovery_t* d,
                                        accel_origin_t origin) {
   char real[PATH_MAX];
   if (realpath(file, real) == NULL) {
-    accel__log(ACCEL_LOG_DEBUG, "%s: not found", file);
-    return ACCEL_ERROR_NOT_FOUND;
+    int err = errno;
+    if (d == NULL || accel__known_path(file)) {
+      accel__log(ACCEL_LOG_DEBUG, "%s: not found", file);
+      return ACCEL_ERROR_NOT_FOUND;
+    }
+    // A dangling link or a link loop on the search path is reported, not
+    // silently skipped: it is usually a broken install.
+    accel__plugin_t* plugin = accel__state_add(file, source, origin);
+    if (plugin == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+    plugin->stage = ACCEL_PLUGIN_STAGE_FOUND;
+    plugin->status = ACCEL_ERROR_INCOMPATIBLE;
+    char text[PATH_MAX + 128];
+    snprintf(text, sizeof(text), "cannot resolve %s: %s%s", file,
+             strerror(err),
+             err == ELOOP ? " (ELOOP: a symbolic link loop)" : "");
+    plugin->message = accel__strdup(text);
+    if (plugin->message == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+    accel__log(ACCEL_LOG_WARN, "%s", text);
+    return ACCEL_OK;
   }
   if (accel__known_path(real)) {
     accel__log(ACCEL_LOG_DEBUG, "%s: already found as %s", file, real);
@@ -206,12 +224,12 @@ static int accel__plugin_file_filter(const struct dirent* entry) {
 static accel_status_t accel__scan(const accel__discovery_t* d,
                                   const accel__search_entry_t* entry) {
   struct stat st;
-  if (stat(entry->path, &st) != 0) {
+  if (stat(entry->path, &st) != 0 && errno == ENOENT) {
     accel__log(ACCEL_LOG_DEBUG, "search path entry %s does not exist",
                entry->path);
     return ACCEL_OK;
   }
-  if (!S_ISDIR(st.st_mode)) {
+  if (stat(entry->path, &st) != 0 || !S_ISDIR(st.st_mode)) {
     accel_status_t status =
         accel__candidate(d, entry->path, entry->path, entry->origin);
     return status == ACCEL_ERROR_NOT_FOUND ? ACCEL_OK : status;
@@ -248,8 +266,36 @@ static void accel__state_clear(void) {
   st->search_count = 0;
 }
 
+// Whether host memory ran out while discovering: the core's own
+// bookkeeping, or a plugin whose load() or negotiation could not allocate.
+static bool accel__discovery_oom(accel_status_t status) {
+  if (status == ACCEL_ERROR_OUT_OF_MEMORY) return true;
+  for (size_t i = 0; i < accel__state.plugin_count; i++) {
+    const accel__plugin_t* p = accel__state.plugins[i];
+    if (p->status == ACCEL_ERROR_OUT_OF_MEMORY || p->message == NULL) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Forgets a discovery that ran out of memory, so the next call starts it
+// again instead of living with a report that lacks plugins.
+static void accel__discovery_undo(void) {
+  accel__state_t* st = &accel__state;
+  for (size_t i = 0; i < st->plugin_count; i++) {
+    accel__plugin_destroy(st->plugins[i]);
+  }
+  free(st->plugins);
+  st->plugins = NULL;
+  st->plugin_count = st->plugin_capacity = 0;
+  accel__state_clear();
+  accel__visible_reset();
+}
+
 static accel_status_t accel__init_locked(const accel_options_t* options) {
   accel__state_t* st = &accel__state;
+  accel__fork_register();
   accel__log_configure();
   bool ok = true;
   if (options != NULL) {
@@ -266,7 +312,14 @@ static accel_status_t accel__init_locked(const accel_options_t* options) {
   if (!ok) {
     accel__state_clear();
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
-                       "accel_init: out of memory building the search path");
+                       "accel_init: out of memory during discovery (building "
+                       "the search path); nothing was loaded and the next "
+                       "call tries again");
+  }
+  accel_status_t status = accel__visible_configure();
+  if (status != ACCEL_OK) {
+    accel__state_clear();
+    return status;
   }
 
   accel__discovery_t d = {.options = options};
@@ -274,29 +327,34 @@ static accel_status_t accel__init_locked(const accel_options_t* options) {
   if (options != NULL && options->exclude_count > 0) {
     exclude = calloc(options->exclude_count, sizeof(*exclude));
     if (exclude == NULL) {
-      accel__state_clear();
+      accel__discovery_undo();
       return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
-                         "accel_init: out of memory");
+                         "accel_init: out of memory during discovery; "
+                         "nothing was loaded and the next call tries again");
     }
     for (size_t i = 0; i < options->exclude_count; i++) {
       char real[PATH_MAX];
       const char* p = options->exclude[i];
-      if (p != NULL && realpath(p, real) != NULL)
+      if (p != NULL && realpath(p, real) != NULL) {
         exclude[i] = accel__strdup(real);
+        if (exclude[i] == NULL) status = ACCEL_ERROR_OUT_OF_MEMORY;
+      }
     }
     d.exclude = exclude;
     d.exclude_count = options->exclude_count;
   }
 
-  accel_status_t status = ACCEL_OK;
   for (size_t i = 0; i < st->search_count && status == ACCEL_OK; i++) {
     accel__log(ACCEL_LOG_DEBUG, "searching %s", st->search[i].path);
     status = accel__scan(&d, &st->search[i]);
   }
   for (size_t i = 0; i < d.exclude_count; i++) free(exclude[i]);
   free(exclude);
-  if (status != ACCEL_OK) {
-    return accel__fail(status, "accel_init: out of memory loading plugins");
+  if (accel__discovery_oom(status)) {
+    accel__discovery_undo();
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                       "accel_init: out of memory during discovery; nothing "
+                       "was loaded and the next call tries again");
   }
   st->custom_options = options != NULL;
   atomic_store(&st->initialised, true);
@@ -369,6 +427,7 @@ void accel_shutdown(void) {
   st->plugin_count = 0;
   st->plugin_capacity = 0;
   accel__state_clear();
+  accel__visible_reset();
   st->custom_options = false;
   atomic_store(&st->initialised, false);
   pthread_mutex_unlock(&st->lock);
@@ -388,6 +447,7 @@ accel_status_t accel_plugin_report_count(size_t* out_count) {
   accel_status_t status = accel__ensure_init();
   if (status != ACCEL_OK) return status;
   pthread_mutex_lock(&accel__state.lock);
+  accel__plugin_probe_all();  // the report shows device counts
   *out_count = accel__state.plugin_count;
   pthread_mutex_unlock(&accel__state.lock);
   return ACCEL_OK;
@@ -404,6 +464,7 @@ accel_status_t accel_plugin_report_get(size_t index,
   accel_status_t status = accel__ensure_init();
   if (status != ACCEL_OK) return status;
   pthread_mutex_lock(&accel__state.lock);
+  accel__plugin_probe_all();  // the report shows device counts
   if (index >= accel__state.plugin_count) {
     size_t count = accel__state.plugin_count;
     pthread_mutex_unlock(&accel__state.lock);
@@ -497,6 +558,7 @@ accel_status_t accel_plugin_load(const char* path) {
   accel__plugin_t* plugin =
       status == ACCEL_OK ? accel__state.plugins[accel__state.plugin_count - 1]
                          : NULL;
+  if (plugin != NULL) accel__plugin_probe(plugin);
   if (plugin != NULL && plugin->status != ACCEL_OK) {
     status = accel__fail(plugin->status, "accel_plugin_load: %s: %s", real,
                          plugin->message);

@@ -44,6 +44,12 @@ void accel__log_configure(void);
 // Reads an environment variable with secure_getenv where available.
 const char* accel__getenv(const char* name);
 
+// Appends formatted text to the NUL-terminated `buf` of `size` bytes, whose
+// first `*used` bytes are in use, and advances `*used`. Truncates at the
+// end of `buf` and never forms a pointer past it (text.c).
+void accel__appendf(char* buf, size_t size, size_t* used, const char* format,
+                    ...) ACCEL__PRINTF(4, 5);
+
 // ---------------------------------------------------------------------------
 // Plugins (loader.c)
 // ---------------------------------------------------------------------------
@@ -80,7 +86,8 @@ struct accel__plugin {
   char* version;
   uint32_t abi_version;
   uint32_t abi_minor;  // accel__plugin_abi_minor() of its tables
-  uint32_t device_count;
+  uint32_t device_count;    // visible devices, once probed
+  uint32_t reported_count;  // what device_count() said, before any cap
   int32_t priority;
   // Loaded state.
   void* dl;                         // dlopen handle, NULL when not open
@@ -88,17 +95,49 @@ struct accel__plugin {
   accel_device_ops_t ops;           // full-size copy, defaults filled
   void* state;                      // the plugin's own state from load()
   bool loaded;                      // load() succeeded; unload() owed
+  bool probed;                      // device_count() ran (lazy start)
   bool has_timing;                  // event_elapsed_ms is the plugin's own
   bool has_pinned;                  // host_alloc is the plugin's own
   bool has_kernels;                 // module entries are the plugin's own
   accel__copy_peer_fn_t copy_peer;  // native or staged through the host
   accel_device_t** devices;         // [device_count], open devices or NULL
+  uint32_t* physical;  // [device_count] the plugin's index of each visible
+                       // device (ACCEL_VISIBLE_DEVICES), NULL: identity
 };
+
+// The most devices the core uses from one plugin; a plugin reporting more
+// has the rest ignored (and says so in its load-report message).
+#define ACCEL__MAX_PLUGIN_DEVICES 4096u
 
 // Loads the candidate at `plugin->path` through every stage, recording the
 // outcome in the report fields. Never fails the caller: the status lives in
 // the plugin.
 void accel__plugin_load(accel__plugin_t* plugin);
+
+// Lazy start: counts the devices of a loaded plugin the first time they
+// are needed (this starts its driver), caps the count, allocates the
+// device table and applies ACCEL_VISIBLE_DEVICES. A plugin whose count
+// fails keeps the status in its report and is unloaded. No-op for a plugin
+// already probed or not usable. Caller holds the state lock.
+void accel__plugin_probe(accel__plugin_t* plugin);
+// Probes every plugin in the load report. Caller holds the state lock.
+void accel__plugin_probe_all(void);
+
+// The plugin's own index of visible device `index`.
+static inline uint32_t accel__plugin_physical(const accel__plugin_t* plugin,
+                                              uint32_t index) {
+  return plugin->physical != NULL ? plugin->physical[index] : index;
+}
+
+// Applies ACCEL_VISIBLE_DEVICES (parsed at init) to a freshly counted
+// `plugin`: fills `physical`, lowers `device_count` and records hidden
+// devices (visible.c). Caller holds the state lock.
+void accel__visible_apply(accel__plugin_t* plugin);
+// Reads and parses ACCEL_VISIBLE_DEVICES at init; INVALID_ARGUMENT naming
+// the bad entry when malformed. Caller holds the state lock.
+accel_status_t accel__visible_configure(void);
+// Forgets the parsed value and the hidden-device record (shutdown).
+void accel__visible_reset(void);
 
 // Unloads and dlcloses a plugin (no devices may be open) and frees it.
 void accel__plugin_destroy(accel__plugin_t* plugin);
@@ -230,6 +269,13 @@ accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
                                          uint32_t index,
                                          accel_device_t** out_device);
 
+// The type (CPU, GPU, other) of visible device `index` of `plugin`, read
+// from its properties through the open handle or a short-lived plugin
+// device. Caller holds the state lock.
+accel_status_t accel__device_type_locked(accel__plugin_t* plugin,
+                                         uint32_t index,
+                                         accel_device_type_t* out_type);
+
 // The plugin memory behind `buffer` and the plugin offset of `offset`
 // bytes into it. Every plugin call that takes a buffer goes through these,
 // so a buffer placed inside a larger plugin allocation (the caching
@@ -350,6 +396,14 @@ bool accel__stream_try_retain(accel_stream_t* stream);
 // Weak references (stream.c): keep the struct, not the plugin stream.
 void accel__stream_weak_retain(accel_stream_t* stream);
 void accel__stream_weak_release(accel_stream_t* stream);
+
+// fork() handling (fork.c): take (`lock`) or drop the allocator's and the
+// host pool's mutex of `device`, so that fork() happens while no other
+// thread is inside them. The forking thread holds them in the child too.
+void accel__allocator_fork_lock(accel_device_t* device, bool lock);
+void accel__host_pool_fork_lock(accel_device_t* device, bool lock);
+// Registers the fork handlers once (at init).
+void accel__fork_register(void);
 
 // Creates and destroys the pinned host memory pool of `device`.
 accel_status_t accel__host_pool_create(accel_device_t* device);

@@ -478,8 +478,13 @@ static void accel__plugin_close(accel__plugin_t* plugin) {
 }
 
 static void accel__plugin_log_outcome(const accel__plugin_t* plugin) {
-  if (plugin->status == ACCEL_OK) {
-    accel__log(ACCEL_LOG_DEBUG, "%s: loaded plugin '%s' %s with %u device(s)",
+  if (plugin->status == ACCEL_OK && !plugin->probed) {
+    accel__log(ACCEL_LOG_DEBUG,
+               "%s: loaded plugin '%s' %s; its devices are counted on "
+               "first use",
+               plugin->path, plugin->name, plugin->version);
+  } else if (plugin->status == ACCEL_OK) {
+    accel__log(ACCEL_LOG_DEBUG, "%s: plugin '%s' %s has %u device(s)",
                plugin->path, plugin->name, plugin->version,
                plugin->device_count);
   } else if (plugin->status == ACCEL_ERROR_UNAVAILABLE) {
@@ -530,27 +535,68 @@ static void accel__plugin_stages(accel__plugin_t* plugin) {
     return;
   }
   plugin->loaded = true;
+  // Lazy start: device_count, which starts the vendor driver, runs when
+  // selection or the caller first needs this plugin's devices
+  // (accel__plugin_probe).
+}
 
+// Clamps a plugin's device count to what the core manages.
+static uint32_t accel__count_cap(accel__plugin_t* plugin, uint32_t count) {
+  if (count <= ACCEL__MAX_PLUGIN_DEVICES) return count;
+  accel__log(ACCEL_LOG_WARN,
+             "%s: plugin '%s' reports %u devices; only the first %u are "
+             "used",
+             plugin->path, plugin->name, count, ACCEL__MAX_PLUGIN_DEVICES);
+  return ACCEL__MAX_PLUGIN_DEVICES;
+}
+
+void accel__plugin_probe(accel__plugin_t* plugin) {
+  if (plugin->probed || plugin->status != ACCEL_OK || !plugin->loaded) return;
+  plugin->probed = true;
+  char saved[1024];
+  snprintf(saved, sizeof(saved), "%s", accel_last_error());
   uint32_t count = 0;
   accel__fail(ACCEL_OK, "%s", "");
-  status = plugin->desc.device_count(plugin->state, &count);
+  accel_status_t status = plugin->desc.device_count(plugin->state, &count);
   plugin->stage = ACCEL_PLUGIN_STAGE_INITIALISED;
   if (status != ACCEL_OK) {
     accel__plugin_set(plugin, status, "%s",
                       accel_last_error()[0] != '\0' ? accel_last_error()
                                                     : "device_count failed");
-    return;
-  }
-  if (count > 0) {
-    plugin->devices = calloc(count, sizeof(*plugin->devices));
-    if (plugin->devices == NULL) {
-      accel__plugin_set(plugin, ACCEL_ERROR_OUT_OF_MEMORY,
-                        "out of memory for %u devices", count);
-      return;
+  } else {
+    plugin->reported_count = count;
+    count = accel__count_cap(plugin, count);
+    if (count > 0) {
+      plugin->devices = calloc(count, sizeof(*plugin->devices));
+      if (plugin->devices == NULL) {
+        accel__plugin_set(plugin, ACCEL_ERROR_OUT_OF_MEMORY,
+                          "out of memory for %u devices", count);
+        count = 0;
+      }
+    }
+    plugin->device_count = count;
+    if (plugin->status == ACCEL_OK) accel__visible_apply(plugin);
+    if (plugin->status == ACCEL_OK && plugin->reported_count > count) {
+      accel__plugin_set(plugin, ACCEL_OK,
+                        "the plugin reports %u devices; only the first %u "
+                        "are used",
+                        plugin->reported_count, count);
     }
   }
-  plugin->device_count = count;
-  accel__plugin_set(plugin, ACCEL_OK, "%s", "");
+  // A plugin whose driver turned out missing keeps its report entry but
+  // is unloaded, as one that failed load() is.
+  if (plugin->status != ACCEL_OK) {
+    plugin->device_count = 0;
+    accel__plugin_close(plugin);
+  }
+  accel__plugin_log_outcome(plugin);
+  accel__fail(ACCEL_OK, "%s", saved);
+}
+
+void accel__plugin_probe_all(void) {
+  for (size_t i = 0; i < accel__state.plugin_count; i++) {
+    accel__plugin_probe(accel__state.plugins[i]);
+  }
 }
 
 void accel__plugin_load(accel__plugin_t* plugin) {
@@ -559,12 +605,18 @@ void accel__plugin_load(accel__plugin_t* plugin) {
   snprintf(saved, sizeof(saved), "%s", accel_last_error());
 
   plugin->stage = ACCEL_PLUGIN_STAGE_FOUND;
-  dlerror();
-  plugin->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
-  if (plugin->dl == NULL) {
-    const char* why = dlerror();
+  char why[512];
+  bool file_ok = accel__plugin_file_check(plugin->path, why, sizeof(why));
+  if (file_ok) {
+    dlerror();
+    plugin->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!file_ok) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE, "%s", why);
+  } else if (plugin->dl == NULL) {
+    const char* err = dlerror();
     accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE, "dlopen failed: %s",
-                      why != NULL ? why : "unknown error");
+                      err != NULL ? err : "unknown error");
   } else {
     plugin->stage = ACCEL_PLUGIN_STAGE_OPENED;
     accel__plugin_stages(plugin);
@@ -581,6 +633,7 @@ void accel__plugin_destroy(accel__plugin_t* plugin) {
   if (plugin == NULL) return;
   accel__plugin_close(plugin);
   free(plugin->devices);
+  free(plugin->physical);
   free(plugin->path);
   free(plugin->source);
   free(plugin->message);

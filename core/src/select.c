@@ -2,11 +2,17 @@
 //
 // Device names ("cuda:1") and selection (ACCEL_BACKEND, decision 3 in
 // docs/architecture.md).
+//
+// "auto" ranks devices, not plugins: by type, GPU above OTHER above CPU
+// (from each device's properties); among CPU devices the native `cpu`
+// backend first (a CPU device of another runtime, such as PoCL, only adds
+// a layer); then the plugin's priority; ties go to discovery order.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "visible.h"
 
 // First-party backends are always "known", installed or not, so that
 // ACCEL_BACKEND=cuda on a machine without the plugin says "not installed"
@@ -30,25 +36,8 @@ static bool accel__item_parse(const char* text, size_t n, accel__item_t* item) {
     item->is_auto = true;
     return true;
   }
-  size_t i = 0;
-  while (i < n && ((text[i] >= 'a' && text[i] <= 'z') ||
-                   (text[i] >= '0' && text[i] <= '9') || text[i] == '_')) {
-    i++;
-  }
-  if (i == 0 || i > 31) return false;
-  memcpy(item->name, text, i);
-  item->name[i] = '\0';
-  if (i == n) return true;
-  if (text[i] != ':' || i + 1 == n || n - i - 1 > 10) return false;
-  uint64_t value = 0;
-  for (size_t j = i + 1; j < n; j++) {
-    if (text[j] < '0' || text[j] > '9') return false;
-    value = value * 10 + (uint64_t)(text[j] - '0');
-  }
-  if (value > UINT32_MAX) return false;
-  item->has_index = true;
-  item->index = (uint32_t)value;
-  return true;
+  return accel__device_name_parse(text, n, item->name, &item->has_index,
+                                  &item->index);
 }
 
 static bool accel__first_party_name(const char* name) {
@@ -64,8 +53,8 @@ static void accel__known_names(char* buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (int i = 0; i < ACCEL__FIRST_PARTY_COUNT; i++) {
-    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%s",
-                             i ? ", " : "", accel__first_party[i]);
+    accel__appendf(buf, size, &used, "%s%s", i ? ", " : "",
+                   accel__first_party[i]);
   }
   for (size_t i = 0; i < accel__state.plugin_count; i++) {
     const accel__plugin_t* p = accel__state.plugins[i];
@@ -73,8 +62,7 @@ static void accel__known_names(char* buf, size_t size) {
         accel__first_party_name(p->name) || accel__state_find(p->name) != p) {
       continue;
     }
-    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, ", %s",
-                             p->name);
+    accel__appendf(buf, size, &used, ", %s", p->name);
   }
 }
 
@@ -83,10 +71,66 @@ static void accel__searched(char* buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < accel__state.search_count; i++) {
-    used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%s",
-                             i ? ", " : "", accel__state.search[i].path);
+    accel__appendf(buf, size, &used, "%s%s", i ? ", " : "",
+                   accel__state.search[i].path);
   }
   if (accel__state.search_count == 0) snprintf(buf, size, "nothing");
+}
+
+// Rank of a device of type `type` from `plugin` by type class: GPU 4,
+// OTHER 2, CPU from the native cpu backend 1, other CPU 0.
+static int accel__type_rank(const accel__plugin_t* plugin,
+                            accel_device_type_t type) {
+  if (type == ACCEL_DEVICE_TYPE_GPU) return 4;
+  if (type != ACCEL_DEVICE_TYPE_CPU) return 2;
+  return strcmp(plugin->name, "cpu") == 0 ? 1 : 0;
+}
+
+// The usable plugin after `after` in (priority descending, discovery)
+// order, or NULL. Plugins are few, so a scan per step is fine.
+static accel__plugin_t* accel__next_by_priority(const accel__plugin_t* after,
+                                                size_t* at) {
+  accel__plugin_t* best = NULL;
+  size_t best_at = 0;
+  for (size_t i = 0; i < accel__state.plugin_count; i++) {
+    accel__plugin_t* p = accel__state.plugins[i];
+    if (p->status != ACCEL_OK || p->device_count == 0) continue;
+    if (after != NULL &&
+        (p->priority > after->priority ||
+         (p->priority == after->priority && i <= *at))) {
+      continue;
+    }
+    if (best == NULL || p->priority > best->priority) best = p, best_at = i;
+  }
+  *at = best_at;
+  return best;
+}
+
+// "auto": the best-ranked device (see the top of this file). Probes every
+// plugin. Devices are visited in priority order, so the first GPU met
+// wins and the rest are never opened.
+static accel_status_t accel__auto_open(accel_device_t** out_device) {
+  accel__plugin_probe_all();
+  accel__plugin_t* best = NULL;
+  uint32_t best_index = 0;
+  int best_rank = -1;
+  size_t at = 0;
+  for (accel__plugin_t* p = accel__next_by_priority(NULL, &at);
+       p != NULL && best_rank < 4; p = accel__next_by_priority(p, &at)) {
+    for (uint32_t i = 0; i < p->device_count && best_rank < 4; i++) {
+      accel_device_type_t type;
+      if (accel__device_type_locked(p, i, &type) != ACCEL_OK) continue;
+      int rank = accel__type_rank(p, type);
+      if (rank > best_rank) best = p, best_index = i, best_rank = rank;
+    }
+  }
+  if (best == NULL) {
+    return accel__fail(ACCEL_ERROR_NOT_FOUND,
+                       "auto: no plugin has a usable device (%zu "
+                       "candidate(s) found)",
+                       accel__state.plugin_count);
+  }
+  return accel__device_open_locked(best, best_index, out_device);
 }
 
 // Opens the device `item` names. Caller holds the lock. A backend that is
@@ -95,22 +139,9 @@ static void accel__searched(char* buf, size_t size) {
 static accel_status_t accel__item_open(const accel__item_t* item,
                                        accel_status_t missing,
                                        accel_device_t** out_device) {
-  if (item->is_auto) {
-    accel__plugin_t* best = NULL;
-    for (size_t i = 0; i < accel__state.plugin_count; i++) {
-      accel__plugin_t* p = accel__state.plugins[i];
-      if (p->status != ACCEL_OK || p->device_count == 0) continue;
-      if (best == NULL || p->priority > best->priority) best = p;
-    }
-    if (best == NULL) {
-      return accel__fail(ACCEL_ERROR_NOT_FOUND,
-                         "auto: no plugin has a usable device (%zu "
-                         "candidate(s) found)",
-                         accel__state.plugin_count);
-    }
-    return accel__device_open_locked(best, 0, out_device);
-  }
+  if (item->is_auto) return accel__auto_open(out_device);
   accel__plugin_t* plugin = accel__state_find(item->name);
+  if (plugin != NULL) accel__plugin_probe(plugin);  // lazy start
   if (plugin == NULL) {
     char searched[1024];
     accel__searched(searched, sizeof(searched));
@@ -139,9 +170,8 @@ static void accel__note_cpu_fallback(const accel_device_t* device) {
   for (size_t i = 0; i < accel__state.plugin_count; i++) {
     const accel__plugin_t* p = accel__state.plugins[i];
     if (p->status == ACCEL_OK) continue;
-    used += (size_t)snprintf(
-        why + used, used < sizeof(why) ? sizeof(why) - used : 0, "; %s: %s",
-        p->name ? p->name : p->path, p->message);
+    accel__appendf(why, sizeof(why), &used, "; %s: %s",
+                   p->name ? p->name : p->path, p->message);
   }
   accel__log(ACCEL_LOG_INFO, "auto: no accelerator is usable; using %s%s",
              device->uri, why);
@@ -220,9 +250,8 @@ static accel_status_t accel__select(const char* label, const char* spec,
       pthread_mutex_unlock(&accel__state.lock);
       return ACCEL_OK;
     }
-    used += (size_t)snprintf(
-        reasons + used, used < sizeof(reasons) ? sizeof(reasons) - used : 0,
-        "%s%s", i ? "; " : "", accel_last_error());
+    accel__appendf(reasons, sizeof(reasons), &used, "%s%s", i ? "; " : "",
+                   accel_last_error());
     if (i + 1 == count) {
       status =
           accel__fail(s, "%s='%s': no usable device: %s", label, spec, reasons);

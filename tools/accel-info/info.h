@@ -83,6 +83,14 @@ typedef struct info_error {
   bool from_table;     // already shown as a plugin row in text output
 } info_error_t;
 
+// A device hidden by ACCEL_VISIBLE_DEVICES. Strings borrow from the
+// library.
+typedef struct info_hidden {
+  const char* backend;
+  uint32_t index;  // the plugin's own index
+  const char* reason;
+} info_hidden_t;
+
 // Everything accel-info prints. Built by info_report_collect() or, when
 // the tool has nothing better, info_report_add_error() on a zeroed one.
 typedef struct info_report {
@@ -100,6 +108,8 @@ typedef struct info_report {
   char* select_error;  // owned, NULL if selection worked
   info_error_t* errors;
   size_t error_count;
+  info_hidden_t* hidden;  // devices ACCEL_VISIBLE_DEVICES hides
+  size_t hidden_count;
 } info_report_t;
 
 // Discovers plugins with accel_init() (honouring `options`) and fills

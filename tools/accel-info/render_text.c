@@ -17,8 +17,39 @@
 #define INFO_BOLD "\033[1m"
 #define INFO_RESET "\033[0m"
 
+// Plugin-supplied bytes (names, messages, paths) go to a terminal, so
+// anything outside printable ASCII is written as an escape (\n, \x1b)
+// rather than raw: a plugin cannot move the cursor or forge lines. The
+// copies live in a ring of buffers, enough for one fprintf's arguments.
+#define INFO_SAFE_SLOTS 16
+#define INFO_SAFE_SIZE 4096
+static const char* info_safe(const char* s) {
+  static char ring[INFO_SAFE_SLOTS][INFO_SAFE_SIZE];
+  static unsigned next;
+  if (s == NULL) return NULL;
+  char* out = ring[next++ % INFO_SAFE_SLOTS];
+  size_t n = 0;
+  for (const unsigned char* p = (const unsigned char*)s; *p != '\0'; ++p) {
+    char esc[8];
+    if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
+      esc[0] = (char)*p, esc[1] = '\0';
+    } else if (*p == '\n' || *p == '\t' || *p == '\\') {
+      esc[0] = '\\', esc[1] = *p == '\n' ? 'n' : *p == '\t' ? 't' : '\\';
+      esc[2] = '\0';
+    } else {
+      snprintf(esc, sizeof(esc), "\\x%02x", *p);
+    }
+    size_t len = strlen(esc);
+    if (n + len >= INFO_SAFE_SIZE) break;
+    memcpy(out + n, esc, len);
+    n += len;
+  }
+  out[n] = '\0';
+  return out;
+}
+
 static const char* info_or_dash(const char* s) {
-  return s != NULL && s[0] != '\0' ? s : "-";
+  return s != NULL && s[0] != '\0' ? info_safe(s) : "-";
 }
 
 // Formats `bytes` in binary units ("15.6 GiB") into `buf`.
@@ -74,8 +105,7 @@ static void info_render_plugins(const info_report_t* r,
     const info_plugin_t* p = &r->plugins[i];
     char abi[16] = "-";
     if (p->report.abi_version != 0) {
-      snprintf(abi, sizeof(abi), "%" PRIu32 ".%" PRIu32,
-               p->report.abi_version, p->report.abi_minor);
+      snprintf(abi, sizeof(abi), "%" PRIu32, p->report.abi_version);
     }
     char devices[16] = "-";
     if (p->state == INFO_STATE_OK || p->state == INFO_STATE_UNAVAILABLE) {
@@ -85,7 +115,7 @@ static void info_render_plugins(const info_report_t* r,
             info_or_dash(p->report.name), wv, info_or_dash(p->report.version),
             abi, o->color ? info_state_color(p->state) : "", ws,
             info_state_name(p->state), o->color ? INFO_RESET : "", devices,
-            p->report.path);
+            info_safe(p->report.path));
     if (p->state != INFO_STATE_OK) {
       fprintf(out, "      %s at stage %s: %s\n", accel_status_string(p->status),
               info_stage_name(p->stage), info_or_dash(p->message));
@@ -100,28 +130,16 @@ static void info_render_plugins(const info_report_t* r,
 static void info_render_device(const info_device_t* d, FILE* out) {
   const accel_device_info_t* in = &d->info;
   char total[32], free_[32];
-  fprintf(out, "  %s  %s\n", in->uri, info_or_dash(in->name));
+  fprintf(out, "  %s  %s\n", info_safe(in->uri), info_or_dash(in->name));
   fprintf(out, "      vendor %s, arch %s, %" PRIu32 " compute units",
           info_or_dash(in->vendor), info_or_dash(in->arch), in->compute_units);
   if (in->simd_width != 0) {
     fprintf(out, ", SIMD width %" PRIu32, in->simd_width);
   }
   fputc('\n', out);
-  fprintf(out, "      memory %s total, %s free",
+  fprintf(out, "      memory %s total, %s free\n",
           info_human_bytes(in->total_memory, total, sizeof(total)),
           info_human_bytes(in->free_memory, free_, sizeof(free_)));
-  if (in->max_alloc_size != 0) {
-    char most[32];
-    fprintf(out, ", largest allocation %s",
-            info_human_bytes(in->max_alloc_size, most, sizeof(most)));
-  }
-  fputc('\n', out);
-  if (in->module_target[0] != '\0' || in->module_formats[0] != '\0') {
-    fprintf(out, "      modules %s%s%s\n", info_or_dash(in->module_target),
-            in->module_formats[0] != '\0' ? ", also " : "",
-            in->module_formats[0] != '\0' ? info_or_dash(in->module_formats)
-                                           : "");
-  }
   fprintf(out, "      capabilities:");
   bool any = false;
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -137,7 +155,19 @@ static void info_render_device(const info_device_t* d, FILE* out) {
   }
   fprintf(out, "%s\n", any ? "" : " none");
   if (in->driver_version[0] != '\0') {
-    fprintf(out, "      driver %s\n", in->driver_version);
+    fprintf(out, "      driver %s\n", info_safe(in->driver_version));
+  }
+  static const uint8_t zero[16];
+  if (memcmp(in->uuid, zero, sizeof(zero)) != 0) {
+    const uint8_t* u = in->uuid;
+    fprintf(out,
+            "      uuid GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+            "%02x%02x%02x%02x%02x%02x\n",
+            u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+            u[10], u[11], u[12], u[13], u[14], u[15]);
+  }
+  if (in->pci_bus_id[0] != '\0') {
+    fprintf(out, "      pci %s\n", info_safe(in->pci_bus_id));
   }
 }
 
@@ -161,14 +191,24 @@ static void info_render_selection(const info_report_t* r,
   } else {
     snprintf(env_desc, sizeof(env_desc), "ACCEL_BACKEND=%s", env);
   }
+  if (r->hidden_count == 0) return;
+  fprintf(out, "\n%sHidden devices (%zu)%s\n", o->color ? INFO_BOLD : "",
+          r->hidden_count, o->color ? INFO_RESET : "");
+  for (size_t i = 0; i < r->hidden_count; ++i) {
+    const info_hidden_t* h = &r->hidden[i];
+    fprintf(out, "  %s device %" PRIu32 ": %s\n", info_safe(h->backend),
+            h->index, info_safe(h->reason));
+  }
   fputc('\n', out);
   if (r->selected) {
     fprintf(out, "Selected device: %s%s%s (%s)\n", o->color ? INFO_GREEN : "",
-            r->selected_uri, o->color ? INFO_RESET : "", env_desc);
+            info_safe(r->selected_uri), o->color ? INFO_RESET : "",
+            info_safe(env_desc));
   } else if (r->select_error != NULL) {
     fprintf(out, "Selected device: %snone%s (%s): %s: %s\n",
-            o->color ? INFO_RED : "", o->color ? INFO_RESET : "", env_desc,
-            accel_status_string(r->select_status), r->select_error);
+            o->color ? INFO_RED : "", o->color ? INFO_RESET : "",
+            info_safe(env_desc), accel_status_string(r->select_status),
+            info_safe(r->select_error));
   } else {
     fprintf(out, "Selected device: none (not queried)\n");
   }
@@ -185,7 +225,7 @@ void info_render_text(const info_report_t* r, const info_text_options_t* o,
     fprintf(out, "\nSearch path (%zu), in order\n", r->search_count);
     for (size_t i = 0; i < r->search_count; ++i) {
       fprintf(out, "  %-11s  %s\n", info_origin_name(r->search_origins[i]),
-              r->search_paths[i]);
+              info_safe(r->search_paths[i]));
     }
   }
   bool header = false;
@@ -195,9 +235,9 @@ void info_render_text(const info_report_t* r, const info_text_options_t* o,
     if (!header) fprintf(out, "\nErrors\n");
     header = true;
     if (e->plugin != NULL) {
-      fprintf(out, "  %s: %s\n", e->plugin, e->message);
+      fprintf(out, "  %s: %s\n", info_safe(e->plugin), info_safe(e->message));
     } else {
-      fprintf(out, "  %s\n", e->message);
+      fprintf(out, "  %s\n", info_safe(e->message));
     }
   }
 }

@@ -256,6 +256,23 @@ static void info_collect_devices(const info_collect_options_t* options,
   }
 }
 
+static void info_collect_hidden(info_report_t* out) {
+  size_t count = 0;
+  if (accel_device_hidden_count(&count) != ACCEL_OK || count == 0) return;
+  out->hidden = calloc(count, sizeof(*out->hidden));
+  if (out->hidden == NULL) {
+    info_report_add_error(out, NULL, false, "out of memory");
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    info_hidden_t* h = &out->hidden[out->hidden_count];
+    if (accel_device_hidden_get(i, &h->backend, &h->index, &h->reason) ==
+        ACCEL_OK) {
+      out->hidden_count++;
+    }
+  }
+}
+
 static void info_collect_selection(info_report_t* out) {
   out->backend_env = info_backend_env();
   accel_device_t* device = NULL;
@@ -310,6 +327,7 @@ void info_report_collect(const info_collect_options_t* options,
   info_collect_search_path(out);
   if (!info_collect_plugins(options, out)) return;
   info_collect_devices(options, out);
+  info_collect_hidden(out);
   // Selection may open devices again; a crash there is not one plugin's
   // probe, so say so before starting.
   if (options->mark != NULL) {
@@ -331,6 +349,7 @@ void info_report_deinit(info_report_t* report) {
   free(report->errors);
   free(report->plugins);
   free(report->devices);
+  free(report->hidden);
   free(report->search_paths);
   free(report->search_origins);
   free(report->select_error);

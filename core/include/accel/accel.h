@@ -257,6 +257,8 @@ typedef struct accel_plugin_report {
 } accel_plugin_report_t;
 
 // Number of plugin candidates in the load report (initialises the library).
+// The report shows device counts, so this counts every plugin's devices
+// first (which starts their drivers; see "Lazy start" in the user guide).
 // Returns ACCEL_ERROR_INVALID_ARGUMENT if `out_count` is NULL.
 ACCEL_API accel_status_t accel_plugin_report_count(size_t* out_count);
 
@@ -290,8 +292,24 @@ ACCEL_API accel_status_t accel_plugin_load(const char* path);
 // has one accel_device_t; every open returns a new reference to it.
 // ===========================================================================
 
-// Total number of devices over all usable plugins.
+// Total number of visible devices over all usable plugins. Counts every
+// plugin's devices (starting their drivers). A plugin contributes at most
+// 4096 devices (the rest are ignored and its report message says so); the
+// total saturates at UINT32_MAX.
 ACCEL_API accel_status_t accel_device_count(uint32_t* out_count);
+
+// Number of devices hidden by ACCEL_VISIBLE_DEVICES (counts every
+// plugin's devices first).
+ACCEL_API accel_status_t accel_device_hidden_count(size_t* out_count);
+
+// Hidden device `index`: its backend, the plugin's own index for it (not
+// a visible index) and why it is hidden. The strings are owned by the
+// library and valid until accel_shutdown(). Returns
+// ACCEL_ERROR_NOT_FOUND if `index` is out of range.
+ACCEL_API accel_status_t accel_device_hidden_get(size_t index,
+                                                 const char** out_backend,
+                                                 uint32_t* out_index,
+                                                 const char** out_reason);
 
 // Opens the `index`-th device over all plugins, in load-report order.
 // Returns ACCEL_ERROR_NOT_FOUND if `index` >= accel_device_count().
@@ -309,8 +327,11 @@ ACCEL_API accel_status_t accel_device_open(const char* uri,
 // Opens the device the environment selects (ACCEL_BACKEND, architecture
 // decision 3): an ordered, comma-separated list of "auto", "backend" or
 // "backend:index"; the first usable entry wins. Unset or empty means
-// "auto": the first device of the usable plugin with the highest priority,
-// falling back to cpu:0 (logged once at info level). Returns
+// "auto": the best device over all plugins, ranked by type (GPU, then
+// other, then CPU; among CPU devices the native cpu backend first), then
+// plugin priority, then discovery order; falling back to cpu:0 is logged
+// once at info level. Only the plugins an entry needs are started: with
+// ACCEL_BACKEND=cpu no GPU driver is loaded. Returns
 // ACCEL_ERROR_INVALID_ARGUMENT for a malformed value (the message lists the
 // known backends), and when no entry is usable, the status of the last
 // entry with every entry's reason in the message.
@@ -427,6 +448,14 @@ ACCEL_API void accel_buffer_retain(accel_buffer_t* buffer);
 // see must be declared with accel_buffer_record_stream(). Never blocks,
 // except for a buffer read by a peer copy on another device's stream, which
 // waits for that stream.
+//
+// Releasing (or retaining) a handle whose last reference is already gone
+// is a program bug. Until its memory is handed to a new buffer the library
+// catches it: the call is ignored, accel_last_error() says so and ACCEL_LOG
+// logs it at error level, and other accel_buffer_* and op calls on that
+// handle fail with ACCEL_ERROR_INVALID_ARGUMENT. After that the handle may
+// name the new buffer (handles are recycled): releasing it then is
+// undefined and may free another live buffer.
 ACCEL_API void accel_buffer_release(accel_buffer_t* buffer);
 
 // Size in bytes as requested at creation; 0 for NULL.
