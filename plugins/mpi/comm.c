@@ -128,6 +128,16 @@ accel_status_t accel_mpi_comm_create(void* engine,
   int rank = 0, size = 0;
   e->mpi.MPI_Comm_rank(comm, &rank);
   e->mpi.MPI_Comm_size(comm, &size);
+  if (size == 1 && init->size > 1 &&
+      (init->address != NULL || init->file != NULL)) {
+    e->mpi.MPI_Comm_free(&comm);
+    return e->host->fail(
+        e->host, ACCEL_ERROR_UNSUPPORTED,
+        "the mpi engine forms communicators through its launcher (mpirun, "
+        "srun), not through ACCEL_COMM_ADDR/ACCEL_COMM_FILE: this process "
+        "is a lone MPI process, but %d ranks were asked for",
+        (int)init->size);
+  }
   if ((init->rank >= 0 && init->rank != rank) ||
       (init->size >= 0 && init->size != size)) {
     e->mpi.MPI_Comm_free(&comm);
