@@ -34,15 +34,24 @@ static bool accel_mpi_resolve(accel_mpi_engine_t* e) {
   memcpy(&e->mpi.name, &sym, sizeof(sym));
   ACCEL_MPI_FUNCS(ACCEL_MPI_RESOLVE)
 #undef ACCEL_MPI_RESOLVE
+  // Predefined handles are data. A program linked against libmpi that
+  // uses them holds copy-relocated copies, and libmpi itself uses those
+  // copies; the library's own definitions are then stale. The global
+  // scope, searched from the program (dlopen(NULL)), finds the live ones
+  // in either case.
+  void* self = dlopen(NULL, RTLD_NOW);
 #define ACCEL_MPI_HANDLE(type, field, symbol)                                \
-  sym = dlsym(e->dl, symbol);                                               \
+  sym = self != NULL ? dlsym(self, symbol) : NULL;                          \
+  if (sym == NULL) sym = dlsym(e->dl, symbol);                              \
   if (sym == NULL) {                                                        \
     accel_mpi_unavailable(e, "libmpi lacks %s (not Open MPI?)", symbol);    \
+    if (self != NULL) dlclose(self);                                        \
     return false;                                                           \
   }                                                                         \
   e->mpi.field = (type)sym;
   ACCEL_MPI_GLOBALS(ACCEL_MPI_HANDLE)
 #undef ACCEL_MPI_HANDLE
+  if (self != NULL) dlclose(self);
   return true;
 }
 

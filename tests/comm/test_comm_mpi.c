@@ -312,6 +312,39 @@ static void test_bad_arguments(fixture_t* f) {
   accel_buffer_release(b);
 }
 
+// Under tests/comm/two_hosts.sh each rank runs in its own network
+// namespace: the ranks must see COMM_TEST_EXPECT_HOSTS distinct ones, so
+// the collectives above crossed the veth pair over TCP.
+static void test_hosts(fixture_t* f, int expect) {
+  char link[64] = "";
+  ssize_t n = readlink("/proc/self/ns/net", link, sizeof(link) - 1);
+  if (n > 0) link[n] = '\0';
+  int32_t mine = (int32_t)strtol(strchr(link, '[') ? strchr(link, '[') + 1
+                                                    : "0",
+                                 NULL, 10);
+  accel_buffer_t *one = NULL, *all = NULL;
+  OK(accel_buffer_create(f->dev, 4, &one));
+  OK(accel_buffer_create(f->dev, 4 * (size_t)size_, &all));
+  OK(accel_buffer_write(one, 0, &mine, 4));
+  OK(accel_comm_all_gather(f->comm, f->stream, one, 0, all, 0, 1,
+                           ACCEL_DTYPE_I32));
+  int32_t* ids = calloc((size_t)size_, 4);
+  OK(accel_stream_read_buffer(f->stream, all, 0, ids, 4 * (size_t)size_));
+  OK(accel_stream_synchronize(f->stream));
+  int distinct = 0;
+  for (int i = 0; i < size_; i++) {
+    bool seen = false;
+    for (int j = 0; j < i; j++) seen = seen || ids[j] == ids[i];
+    if (!seen) distinct++;
+  }
+  CHECK(distinct == expect, "ranks ran in %d network namespaces, want %d",
+        distinct, expect);
+  if (rank_ == 0) printf("ranks span %d network namespaces\n", distinct);
+  free(ids);
+  accel_buffer_release(one);
+  accel_buffer_release(all);
+}
+
 // Rank 1 leaves; everyone else must time out, then find the communicator
 // broken.
 static int run_die(fixture_t* f) {
@@ -379,6 +412,8 @@ int main(int argc, char** argv) {
     test_point_to_point(&f);
     test_split(&f);
     test_bad_arguments(&f);
+    const char* hosts = getenv("COMM_TEST_EXPECT_HOSTS");
+    if (hosts != NULL) test_hosts(&f, atoi(hosts));
     printf("rank %d of %d on %s: %d failure(s)\n", rank_, size_,
            accel_device_uri(f.dev), failures);
     rc = failures == 0 ? 0 : 1;

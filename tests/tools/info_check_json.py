@@ -38,7 +38,8 @@ TOP = {"schema_version": INT, "accel_version": STR,
        "plugin_abi_version": INT, "plugins": list, "devices": list,
        "selected": dict, "search_path": list, "errors": list}
 PLUGIN = {"name": NULLSTR, "path": STR, "source": NULLSTR, "origin": STR,
-          "version": NULLSTR, "abi_version": INT, "stage": STR, "state": STR,
+          "version": NULLSTR, "abi_version": INT, "abi_minor": INT,
+          "stage": STR, "state": STR,
           "status": STR, "message": STR, "device_count": INT,
           "priority": INT}
 DEVICE = {"id": STR, "backend": STR, "index": INT, "type": STR, "name": STR,
@@ -46,7 +47,9 @@ DEVICE = {"id": STR, "backend": STR, "index": INT, "type": STR, "name": STR,
           "free_memory_bytes": INT, "compute_units": INT,
           "max_threads_per_block": INT, "simd_width": INT,
           "capabilities": list, "features": STR, "uuid": NULLSTR,
-          "pci_bus_id": NULLSTR, "driver_version": STR}
+          "pci_bus_id": NULLSTR, "driver_version": STR,
+          "module_target": STR, "module_formats": list,
+          "max_alloc_size_bytes": INT}
 SELECTED = {"device": NULLSTR, "backend_env": NULLSTR, "status": NULLSTR,
             "error": NULLSTR}
 SEARCH = {"path": STR, "origin": STR}
@@ -90,6 +93,9 @@ def check_schema(doc):
         check_object(where, p, PLUGIN)
         if p["state"] not in STATES or p["stage"] not in STAGES:
             fail("%s: state %r stage %r" % (where, p["state"], p["stage"]))
+        if p["state"] == "ok" and p["abi_version"] == 1 and \
+                not 0 <= p["abi_minor"] <= 99:
+            fail("%s: abi_minor %r" % (where, p["abi_minor"]))
         if p["origin"] not in ORIGINS:
             fail("%s: origin %r" % (where, p["origin"]))
         if not p["status"].startswith("ACCEL_"):
@@ -108,6 +114,16 @@ def check_schema(doc):
             fail("%s: free > total memory" % where)
         for c in d["capabilities"]:
             check_type(where + ".capabilities[]", c, STR)
+        for f in d["module_formats"]:
+            check_type(where + ".module_formats[]", f, STR)
+            if not f or " " in f:
+                fail("%s: module format %r" % (where, f))
+        if d["max_alloc_size_bytes"] < 0:
+            fail("%s: max_alloc_size_bytes %r" % (where,
+                                                  d["max_alloc_size_bytes"]))
+        if d["type"] == "cpu" and d["backend"] == "cpu" and \
+                not d["module_target"].startswith("elf-"):
+            fail("%s: cpu module_target %r" % (where, d["module_target"]))
         if d["uuid"] is not None and not re.fullmatch(r"[0-9a-f]{32}",
                                                       d["uuid"]):
             fail("%s: uuid %r" % (where, d["uuid"]))

@@ -7,6 +7,7 @@
 #include <accel/plugin.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "info.h"
 #include "json.h"
@@ -33,6 +34,8 @@ static void info_json_plugin(json_writer_t* w, const info_plugin_t* p) {
   info_json_opt_string(w, r->version);
   json_key(w, "abi_version");
   json_uint(w, r->abi_version);
+  json_key(w, "abi_minor");
+  json_uint(w, r->abi_minor);
   json_key(w, "stage");
   json_string(w, info_stage_name(p->stage));
   json_key(w, "state");
@@ -86,6 +89,22 @@ static void info_json_caps(json_writer_t* w, accel_device_caps_t caps) {
   json_end_array(w);
 }
 
+// A space-separated list as an array of strings.
+static void info_json_words(json_writer_t* w, const char* list) {
+  json_begin_array(w);
+  char word[128];
+  while (*list != '\0') {
+    while (*list == ' ') list++;
+    size_t n = strcspn(list, " ");
+    if (n != 0) {
+      snprintf(word, sizeof(word), "%.*s", (int)n, list);
+      json_string(w, word);
+    }
+    list += n;
+  }
+  json_end_array(w);
+}
+
 static void info_json_device(json_writer_t* w, const info_device_t* d) {
   const accel_device_info_t* in = &d->info;
   json_begin_object(w);
@@ -123,6 +142,12 @@ static void info_json_device(json_writer_t* w, const info_device_t* d) {
   info_json_opt_string(w, in->pci_bus_id);
   json_key(w, "driver_version");
   json_string(w, in->driver_version);
+  json_key(w, "module_target");
+  json_string(w, in->module_target);
+  json_key(w, "module_formats");
+  info_json_words(w, in->module_formats);
+  json_key(w, "max_alloc_size_bytes");
+  json_uint(w, in->max_alloc_size);
   json_end_object(w);
 }
 

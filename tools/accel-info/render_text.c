@@ -105,7 +105,8 @@ static void info_render_plugins(const info_report_t* r,
     const info_plugin_t* p = &r->plugins[i];
     char abi[16] = "-";
     if (p->report.abi_version != 0) {
-      snprintf(abi, sizeof(abi), "%" PRIu32, p->report.abi_version);
+      snprintf(abi, sizeof(abi), "%" PRIu32 ".%" PRIu32,
+               p->report.abi_version, p->report.abi_minor);
     }
     char devices[16] = "-";
     if (p->state == INFO_STATE_OK || p->state == INFO_STATE_UNAVAILABLE) {
@@ -137,9 +138,21 @@ static void info_render_device(const info_device_t* d, FILE* out) {
     fprintf(out, ", SIMD width %" PRIu32, in->simd_width);
   }
   fputc('\n', out);
-  fprintf(out, "      memory %s total, %s free\n",
+  fprintf(out, "      memory %s total, %s free",
           info_human_bytes(in->total_memory, total, sizeof(total)),
           info_human_bytes(in->free_memory, free_, sizeof(free_)));
+  if (in->max_alloc_size != 0) {
+    char most[32];
+    fprintf(out, ", largest allocation %s",
+            info_human_bytes(in->max_alloc_size, most, sizeof(most)));
+  }
+  fputc('\n', out);
+  if (in->module_target[0] != '\0' || in->module_formats[0] != '\0') {
+    fprintf(out, "      modules %s%s%s\n", info_or_dash(in->module_target),
+            in->module_formats[0] != '\0' ? ", also " : "",
+            in->module_formats[0] != '\0' ? info_or_dash(in->module_formats)
+                                           : "");
+  }
   fprintf(out, "      capabilities:");
   bool any = false;
   for (unsigned bit = 0; bit < 32; ++bit) {
@@ -179,6 +192,14 @@ static void info_render_devices(const info_report_t* r,
   for (size_t i = 0; i < r->device_count; ++i) {
     info_render_device(&r->devices[i], out);
   }
+  if (r->hidden_count == 0) return;
+  fprintf(out, "\n%sHidden devices (%zu)%s\n", o->color ? INFO_BOLD : "",
+          r->hidden_count, o->color ? INFO_RESET : "");
+  for (size_t i = 0; i < r->hidden_count; ++i) {
+    const info_hidden_t* h = &r->hidden[i];
+    fprintf(out, "  %s device %" PRIu32 ": %s\n", info_safe(h->backend),
+            h->index, info_safe(h->reason));
+  }
 }
 
 static void info_render_selection(const info_report_t* r,
@@ -190,14 +211,6 @@ static void info_render_selection(const info_report_t* r,
              env == NULL ? "unset" : "empty");
   } else {
     snprintf(env_desc, sizeof(env_desc), "ACCEL_BACKEND=%s", env);
-  }
-  if (r->hidden_count == 0) return;
-  fprintf(out, "\n%sHidden devices (%zu)%s\n", o->color ? INFO_BOLD : "",
-          r->hidden_count, o->color ? INFO_RESET : "");
-  for (size_t i = 0; i < r->hidden_count; ++i) {
-    const info_hidden_t* h = &r->hidden[i];
-    fprintf(out, "  %s device %" PRIu32 ": %s\n", info_safe(h->backend),
-            h->index, info_safe(h->reason));
   }
   fputc('\n', out);
   if (r->selected) {

@@ -84,8 +84,11 @@ TEST(fake_gemm_f16_accumulates_in_f32) {
 }
 
 // Launches vadd over 256 floats with `shared` bytes of dynamic shared
-// memory; returns the status.
-static accel_status_t launch_vadd(accel_device_t* device, uint32_t shared) {
+// memory and the first `num_args` of its arguments, `n` passed in
+// `n_size` bytes (4 is right; little-endian, so 8 holds the same 256);
+// returns the status.
+static accel_status_t launch_vadd(accel_device_t* device, uint32_t shared,
+                                  uint32_t n_size, size_t num_args) {
   accel_module_t* module = NULL;
   accel_kernel_t* kernel = NULL;
   accel_stream_t* stream = NULL;
@@ -95,17 +98,17 @@ static accel_status_t launch_vadd(accel_device_t* device, uint32_t shared) {
   if (!st) st = accel_kernel_create(module, "vadd", &kernel);
   if (!st) st = accel_stream_create(device, 0, &stream);
   if (!st) st = accel_buffer_create(device, 1024, &buf);
-  unsigned n = 256;
+  uint64_t n = 256;
   accel_kernel_arg_t args[4] = {
       {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
       {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
       {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n}};
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = n_size, .value = &n}};
   accel_launch_config_t config;
   accel_launch_config_init(&config);
   config.block[0] = 256;
   config.shared_mem_bytes = shared;
-  if (!st) st = accel_kernel_launch(kernel, stream, &config, 4, args);
+  if (!st) st = accel_kernel_launch(kernel, stream, &config, num_args, args);
   if (!st) st = accel_stream_synchronize(stream);
   if (st) printf("  %s\n", accel_last_error());
   accel_buffer_release(buf);
@@ -122,11 +125,12 @@ TEST(fake_static_shared_memory_counts) {
   accel_device_t* device = open_gpu();
   ASSERT_NOT_NULL(device);
   // 16 KiB static + 40 KiB dynamic: above 48 KiB, so only with the opt-in.
-  ASSERT_OK(launch_vadd(device, 40 << 10));
+  ASSERT_OK(launch_vadd(device, 40 << 10, 4, 4));
   // 16 KiB + 8 KiB: no opt-in needed.
-  ASSERT_OK(launch_vadd(device, 8 << 10));
+  ASSERT_OK(launch_vadd(device, 8 << 10, 4, 4));
   // 16 KiB + 220 KiB is more than sm_90's 227 KiB: refused, naming both.
-  ASSERT_EQ(launch_vadd(device, 220 << 10), ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(launch_vadd(device, 220 << 10, 4, 4),
+            ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "16384 bytes of static shared");
   accel_device_release(device);
 }
@@ -137,38 +141,11 @@ TEST(fake_static_shared_memory_counts) {
 TEST(fake_kernel_argument_sizes_checked) {
   accel_device_t* device = open_gpu();
   ASSERT_NOT_NULL(device);
-  accel_module_t* module = NULL;
-  accel_kernel_t* kernel = NULL;
-  accel_stream_t* stream = NULL;
-  accel_buffer_t* buf = NULL;
-  ASSERT_OK(
-      accel_module_create(device, test_vadd_ptx, test_vadd_ptx_size, &module));
-  ASSERT_OK(accel_kernel_create(module, "vadd", &kernel));
-  ASSERT_OK(accel_stream_create(device, 0, &stream));
-  ASSERT_OK(accel_buffer_create(device, 1024, &buf));
-  uint64_t n = 256;
-  accel_kernel_arg_t args[4] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buf},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n}};
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  config.block[0] = 256;
-  ASSERT_EQ(accel_kernel_launch(kernel, stream, &config, 4, args),
-            ACCEL_ERROR_INVALID_ARGUMENT);
-  printf("  %s\n", accel_last_error());
+  ASSERT_EQ(launch_vadd(device, 0, 8, 4), ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "argument 3 is a value of 8 bytes");
-  ASSERT_EQ(accel_kernel_launch(kernel, stream, &config, 3, args),
-            ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(launch_vadd(device, 0, 4, 3), ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "3 arguments; the kernel takes 4");
-  args[3].size = sizeof(uint32_t);  // little-endian: the low half, 256
-  ASSERT_OK(accel_kernel_launch(kernel, stream, &config, 4, args));
-  ASSERT_OK(accel_stream_synchronize(stream));
-  accel_buffer_release(buf);
-  accel_stream_release(stream);
-  accel_kernel_release(kernel);
-  accel_module_release(module);
+  ASSERT_OK(launch_vadd(device, 0, 4, 4));
   accel_device_release(device);
 }
 
