@@ -2,22 +2,29 @@
 //
 // --plot FILE.svg: throughput against size, written as SVG by hand so the
 // tool needs no plotting library. One panel each for synchronous copies,
-// stream copies and GEMM; in each, one colour per case, accel as a solid
-// line with filled dots, the baseline dashed with open squares, and a
-// vertical bar through each point for the [min, max] over trials. The x
-// axis is log2 of the size.
+// stream copies, GEMM and elementwise ops; in each, one colour per case,
+// accel as a solid line with filled dots, the baseline dashed with open
+// squares, and a vertical bar through each point for the [min, max] over
+// trials. Both axes are logarithmic (log2 of the size, log10 of the
+// value), so a 4 KiB copy at 1 GB/s reads as well as a 1 GiB one at 20;
+// under each plot a strip shows accel / baseline per point, with 1 and
+// the budget marked, which is what the verdicts judge. The launch suite
+// (no size) is a bar panel: accel and baseline per case.
 #include <math.h>
 #include <string.h>
 
 #include "bench.h"
 
 #define SVG_WIDTH 1000
-#define SVG_PANEL_HEIGHT 360
+#define SVG_PANEL_HEIGHT 440
+#define SVG_BAR_PANEL_HEIGHT 300
 #define SVG_EMPTY_HEIGHT 80
 #define SVG_TOP 56  // room for the title
 #define SVG_LEFT 80
 #define SVG_PLOT_WIDTH 650
-#define SVG_PLOT_HEIGHT 270
+#define SVG_PLOT_HEIGHT 240
+#define SVG_RATIO_GAP 12
+#define SVG_RATIO_HEIGHT 90
 #define SVG_MAX_SERIES 12
 
 static const char* const svg_colors[SVG_MAX_SERIES] = {
@@ -33,13 +40,18 @@ typedef struct svg_panel {
   const char* y_label;
   const char* x_label;
   bool x_bytes;  // x is a byte count (labels "4K", "1M"), else n
+  bool bars;     // cases without a size: one bar pair per case
 } svg_panel_t;
 
 static const svg_panel_t svg_panels[] = {
-    {"Copies, synchronous calls", "copy", 0, "GB/s", "bytes per copy", true},
+    {"Copies, synchronous calls", "copy", 0, "GB/s", "bytes per copy", true,
+     false},
     {"Copies, stream (asynchronous) calls", "copy", 1, "GB/s", "bytes per copy",
-     true},
-    {"GEMM", "gemm", -1, "GFLOP/s", "n (m = n = k)", false},
+     true, false},
+    {"GEMM", "gemm", -1, "GFLOP/s", "n (m = n = k)", false, false},
+    {"Elementwise ops (baseline: the C loop on the pool's threads)",
+     "elementwise", -1, "GB/s", "bytes per f32 operand", true, false},
+    {"Kernel launch (lower is better)", "launch", -1, "us", "", false, true},
 };
 
 // Writes `s` with XML's five special characters escaped.
@@ -70,11 +82,13 @@ static void svg_text(FILE* out, const char* s) {
 
 static bool svg_in_panel(const svg_panel_t* p, const bench_result_t* r) {
   if (strcmp(r->suite, p->suite) != 0 || r->outcome != BENCH_OUTCOME_OK ||
-      r->size == 0 || !(r->accel.median > 0)) {
+      (r->size == 0) != p->bars || !(r->accel.median > 0)) {
     return false;
   }
-  if (p->async < 0) return true;
   size_t n = strlen(r->name);
+  // The one-thread elementwise rows repeat the accel side.
+  if (n >= 8 && strcmp(r->name + n - 8, "_1thread") == 0) return false;
+  if (p->async < 0) return true;
   bool async = n >= 6 && strcmp(r->name + n - 6, "_async") == 0;
   return async == (p->async == 1);
 }
@@ -87,6 +101,15 @@ static double svg_nice_ceil(double v) {
   if (v <= 2 * p) return 2 * p;
   if (v <= 5 * p) return 5 * p;
   return 10 * p;
+}
+
+// The largest 1, 2 or 5 times a power of ten that is <= v.
+static double svg_nice_floor(double v) {
+  if (!(v > 0)) return 1.0;
+  double p = pow(10.0, floor(log10(v)));
+  if (v >= 5 * p) return 5 * p;
+  if (v >= 2 * p) return 2 * p;
+  return p;
 }
 
 // "4K", "64M", "1G" for bytes; the number itself otherwise.
@@ -103,7 +126,9 @@ static void svg_size_label(uint64_t v, bool bytes, char* buf, size_t size) {
 typedef struct svg_frame {
   double x0, y0;      // top-left of the plot area
   double xmin, xmax;  // log2 sizes
-  double ymax;        // top of the y axis
+  double ymin, ymax;  // ends of the (log10) y axis
+  double r0;          // top of the ratio strip
+  double rmax;        // top of the ratio axis (linear from 0)
 } svg_frame_t;
 
 static double svg_x(const svg_frame_t* f, uint64_t size) {
@@ -112,24 +137,73 @@ static double svg_x(const svg_frame_t* f, uint64_t size) {
 }
 
 static double svg_y(const svg_frame_t* f, double v) {
-  return f->y0 + SVG_PLOT_HEIGHT - v / f->ymax * SVG_PLOT_HEIGHT;
+  if (v < f->ymin) v = f->ymin;
+  double lo = log10(f->ymin), hi = log10(f->ymax);
+  return f->y0 + SVG_PLOT_HEIGHT - (log10(v) - lo) / (hi - lo) * SVG_PLOT_HEIGHT;
 }
 
-static void svg_axes(FILE* out, const svg_panel_t* p, const svg_frame_t* f) {
+static double svg_ry(const svg_frame_t* f, double ratio) {
+  if (ratio > f->rmax) ratio = f->rmax;
+  return f->r0 + SVG_RATIO_HEIGHT - ratio / f->rmax * SVG_RATIO_HEIGHT;
+}
+
+static void svg_hline(FILE* out, double x0, double x1, double y,
+                      const char* stroke, const char* dash) {
+  fprintf(out,
+          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+          "stroke=\"%s\"%s%s%s/>\n",
+          x0, y, x1, y, stroke, dash != NULL ? " stroke-dasharray=\"" : "",
+          dash != NULL ? dash : "", dash != NULL ? "\"" : "");
+}
+
+// The y grid of the log axis: every 1, 2, 5 x 10^k within [ymin, ymax]
+// (only the powers of ten when that is more than a dozen lines).
+static void svg_log_grid(FILE* out, const svg_frame_t* f) {
+  bool dense = log10(f->ymax / f->ymin) <= 4;
+  for (double p = pow(10.0, floor(log10(f->ymin))); p <= f->ymax; p *= 10) {
+    static const double mult[] = {1, 2, 5};
+    for (int m = 0; m < (dense ? 3 : 1); m++) {
+      double v = p * mult[m];
+      if (v < f->ymin * 0.999 || v > f->ymax * 1.001) continue;
+      double y = svg_y(f, v);
+      svg_hline(out, f->x0, f->x0 + SVG_PLOT_WIDTH, y, "#ddd", NULL);
+      fprintf(out,
+              "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+              f->x0 - 6, y + 4, v);
+    }
+  }
+}
+
+static void svg_axes(FILE* out, const svg_panel_t* p, const svg_frame_t* f,
+                     double budget) {
   fprintf(out,
           "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" "
           "fill=\"none\" stroke=\"#333\"/>\n",
           f->x0, f->y0, SVG_PLOT_WIDTH, SVG_PLOT_HEIGHT);
-  for (int i = 0; i <= 5; ++i) {
-    double v = f->ymax * i / 5.0;
-    double y = svg_y(f, v);
+  svg_log_grid(out, f);
+  // The ratio strip: 0 .. rmax, with 1 and the budget marked.
+  fprintf(out,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" "
+          "fill=\"none\" stroke=\"#333\"/>\n",
+          f->x0, f->r0, SVG_PLOT_WIDTH, SVG_RATIO_HEIGHT);
+  for (double v = 0; v <= f->rmax + 1e-9; v += f->rmax > 2 ? 1.0 : 0.5) {
+    double y = svg_ry(f, v);
+    svg_hline(out, f->x0, f->x0 + SVG_PLOT_WIDTH, y, "#eee", NULL);
     fprintf(out,
-            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-            "stroke=\"#ddd\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
-            "text-anchor=\"end\">%g</text>\n",
-            f->x0, y, f->x0 + SVG_PLOT_WIDTH, y, f->x0 - 6, y + 4, v);
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+            f->x0 - 6, y + 4, v);
+  }
+  svg_hline(out, f->x0, f->x0 + SVG_PLOT_WIDTH, svg_ry(f, 1.0), "#333", NULL);
+  if (budget > 0) {
+    svg_hline(out, f->x0, f->x0 + SVG_PLOT_WIDTH, svg_ry(f, budget), "#d62728",
+              "3 3");
+    fprintf(out,
+            "<text x=\"%.1f\" y=\"%.1f\" fill=\"#d62728\">budget "
+            "%g</text>\n",
+            f->x0 + SVG_PLOT_WIDTH + 4, svg_ry(f, budget) + 4, budget);
   }
   int step = f->xmax - f->xmin > 12 ? 2 : 1;
+  double bottom = f->r0 + SVG_RATIO_HEIGHT;
   for (int e = (int)f->xmin; e <= (int)f->xmax; e += step) {
     uint64_t size = UINT64_C(1) << e;
     double x = svg_x(f, size);
@@ -137,20 +211,22 @@ static void svg_axes(FILE* out, const svg_panel_t* p, const svg_frame_t* f) {
     svg_size_label(size, p->x_bytes, label, sizeof(label));
     fprintf(out,
             "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-            "stroke=\"#333\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+            "stroke=\"#eee\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
             "text-anchor=\"middle\">%s</text>\n",
-            x, f->y0 + SVG_PLOT_HEIGHT, x, f->y0 + SVG_PLOT_HEIGHT + 5, x,
-            f->y0 + SVG_PLOT_HEIGHT + 19, label);
+            x, f->y0, x, bottom, x, bottom + 17, label);
   }
   fprintf(out,
           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s "
           "(log scale)</text>\n",
-          f->x0 + SVG_PLOT_WIDTH / 2.0, f->y0 + SVG_PLOT_HEIGHT + 38,
-          p->x_label);
+          f->x0 + SVG_PLOT_WIDTH / 2.0, bottom + 36, p->x_label);
   fprintf(out,
           "<text transform=\"translate(%.1f %.1f) rotate(-90)\" "
-          "text-anchor=\"middle\">%s</text>\n",
+          "text-anchor=\"middle\">%s (log)</text>\n",
           f->x0 - 52, f->y0 + SVG_PLOT_HEIGHT / 2.0, p->y_label);
+  fprintf(out,
+          "<text transform=\"translate(%.1f %.1f) rotate(-90)\" "
+          "text-anchor=\"middle\">accel/base</text>\n",
+          f->x0 - 52, f->r0 + SVG_RATIO_HEIGHT / 2.0);
 }
 
 // Draws one series (one case, one side) as a polyline with markers.
@@ -190,12 +266,98 @@ static void svg_series(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
               svg_y(f, t->median), color);
     }
   }
+  if (baseline) return;
+  // accel / baseline in the strip below.
+  fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" points=\"", color);
+  for (size_t i = 0; i < ctx->result_count; ++i) {
+    const bench_result_t* r = &ctx->results[i];
+    double ratio = bench_result_ratio(r);
+    if (!svg_in_panel(p, r) || strcmp(r->name, name) != 0 || isnan(ratio)) {
+      continue;
+    }
+    fprintf(out, "%.1f,%.1f ", svg_x(f, r->size), svg_ry(f, ratio));
+  }
+  fputs("\"/>\n", out);
+  for (size_t i = 0; i < ctx->result_count; ++i) {
+    const bench_result_t* r = &ctx->results[i];
+    double ratio = bench_result_ratio(r);
+    if (!svg_in_panel(p, r) || strcmp(r->name, name) != 0 || isnan(ratio)) {
+      continue;
+    }
+    fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n",
+            svg_x(f, r->size), svg_ry(f, ratio), color);
+  }
+}
+
+// The launch panel: per case, an accel and a baseline bar (linear axis
+// from 0) with the [min, max] over trials as a whisker and the median
+// written above.
+static void svg_bars(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
+                     double y0) {
+  double ymax = 0;
+  size_t count = 0;
+  for (size_t i = 0; i < ctx->result_count; ++i) {
+    const bench_result_t* r = &ctx->results[i];
+    if (!svg_in_panel(p, r)) continue;
+    count++;
+    if (r->accel.max > ymax) ymax = r->accel.max;
+    if (r->has_baseline && r->baseline.max > ymax) ymax = r->baseline.max;
+  }
+  ymax = svg_nice_ceil(ymax * 1.1);
+  double h = SVG_BAR_PANEL_HEIGHT - 90;
+  fprintf(out,
+          "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" "
+          "fill=\"none\" stroke=\"#333\"/>\n",
+          SVG_LEFT, y0, SVG_PLOT_WIDTH, h);
+  for (int k = 0; k <= 4; ++k) {
+    double v = ymax * k / 4.0, y = y0 + h - v / ymax * h;
+    svg_hline(out, SVG_LEFT, SVG_LEFT + SVG_PLOT_WIDTH, y, "#ddd", NULL);
+    fprintf(out,
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+            SVG_LEFT - 6, y + 4, v);
+  }
+  fprintf(out,
+          "<text transform=\"translate(%d %.1f) rotate(-90)\" "
+          "text-anchor=\"middle\">%s</text>\n",
+          SVG_LEFT - 52, y0 + h / 2, p->y_label);
+  double slot = (double)SVG_PLOT_WIDTH / (double)(count ? count : 1);
+  size_t k = 0;
+  for (size_t i = 0; i < ctx->result_count; ++i) {
+    const bench_result_t* r = &ctx->results[i];
+    if (!svg_in_panel(p, r)) continue;
+    double cx = SVG_LEFT + slot * ((double)k + 0.5);
+    for (int side = 0; side < 2; ++side) {
+      if (side == 1 && !r->has_baseline) continue;
+      const bench_timing_t* t = side ? &r->baseline : &r->accel;
+      double x = cx + (side ? 6 : -46), top = y0 + h - t->median / ymax * h;
+      fprintf(out,
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"40\" height=\"%.1f\" "
+              "fill=\"%s\"%s/>\n",
+              x, top, y0 + h - top, side ? "white" : svg_colors[0],
+              side ? " stroke=\"#1f77b4\" stroke-dasharray=\"4 3\"" : "");
+      fprintf(out,
+              "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+              "stroke=\"#333\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+              "text-anchor=\"middle\">%.3g</text>\n",
+              x + 20, y0 + h - t->min / ymax * h, x + 20,
+              y0 + h - t->max / ymax * h, x + 20, top - 6, t->median);
+    }
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+            cx, y0 + h + 18);
+    svg_text(out, r->name);
+    fputs(" (solid: accel, dashed: ", out);
+    svg_text(out, r->has_baseline ? r->baseline_name : "no baseline");
+    fputs(")</text>\n", out);
+    k++;
+  }
 }
 
 // Height of panel `p`: a full plot, or one line saying why it is empty.
 static int svg_panel_height(const bench_ctx_t* ctx, const svg_panel_t* p) {
   for (size_t i = 0; i < ctx->result_count; ++i) {
-    if (svg_in_panel(p, &ctx->results[i])) return SVG_PANEL_HEIGHT;
+    if (svg_in_panel(p, &ctx->results[i])) {
+      return p->bars ? SVG_BAR_PANEL_HEIGHT : SVG_PANEL_HEIGHT;
+    }
   }
   return SVG_EMPTY_HEIGHT;
 }
@@ -207,7 +369,7 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
   size_t count = 0;
   const char* baseline_name = NULL;
   svg_frame_t f = {.x0 = SVG_LEFT, .y0 = top + 30, .xmin = 64, .xmax = -1};
-  double ymax = 0;
+  double ymax = 0, ymin = INFINITY, rmax = 1.2, budget = 0;
   for (size_t i = 0; i < ctx->result_count; ++i) {
     const bench_result_t* r = &ctx->results[i];
     if (!svg_in_panel(p, r)) continue;
@@ -219,6 +381,13 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
     if (e > f.xmax) f.xmax = ceil(e);
     if (r->accel.max > ymax) ymax = r->accel.max;
     if (r->has_baseline && r->baseline.max > ymax) ymax = r->baseline.max;
+    if (r->accel.min > 0 && r->accel.min < ymin) ymin = r->accel.min;
+    if (r->has_baseline && r->baseline.min > 0 && r->baseline.min < ymin) {
+      ymin = r->baseline.min;
+    }
+    double ratio = bench_result_ratio(r);
+    if (!isnan(ratio) && ratio * 1.1 > rmax) rmax = ratio * 1.1;
+    if (r->budget == BENCH_BUDGET_MIN_RATIO) budget = r->budget_value;
     if (r->has_baseline) baseline_name = r->baseline_name;
   }
   fprintf(out,
@@ -242,12 +411,20 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
     fputs("</text>\n", out);
     return;
   }
+  if (p->bars) {
+    svg_bars(out, ctx, p, f.y0);
+    return;
+  }
   if (f.xmax <= f.xmin) {
     f.xmin -= 1;
     f.xmax += 1;
   }
   f.ymax = svg_nice_ceil(ymax * 1.05);
-  svg_axes(out, p, &f);
+  f.ymin = svg_nice_floor(ymin * 0.95);
+  if (!(f.ymin < f.ymax)) f.ymin = f.ymax / 10;
+  f.r0 = f.y0 + SVG_PLOT_HEIGHT + SVG_RATIO_GAP;
+  f.rmax = rmax > 4 ? 4 : ceil(rmax * 2) / 2;
+  svg_axes(out, p, &f, budget);
   for (size_t k = 0; k < count; ++k) {
     svg_series(out, ctx, p, &f, names[k], svg_colors[k], true);
     svg_series(out, ctx, p, &f, names[k], svg_colors[k], false);
