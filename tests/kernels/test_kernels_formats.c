@@ -248,6 +248,12 @@ TEST(launch_limits) {
   ASSERT_STATUS(accel_kernel_launch(kernel, e.stream, &c, 0, NULL),
                 ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "more than 2^63 blocks");
+  // Just above 2^63 (below 2^64) is refused; just below runs.
+  c.grid[2] = (1u << 21) + 1;
+  ASSERT_STATUS(accel_kernel_launch(kernel, e.stream, &c, 0, NULL),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  c.grid[2] = 1u << 21;
+  ASSERT_OK(accel_kernel_launch(kernel, e.stream, &c, 0, NULL));
   accel_launch_config_init(&c);
   c.shared_mem_bytes = 32769;
   ASSERT_STATUS(accel_kernel_launch(kernel, e.stream, &c, 0, NULL),
