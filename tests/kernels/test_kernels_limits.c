@@ -35,10 +35,20 @@ static void* read_all(const char* path, size_t* out_size) {
   return data;
 }
 
-static accel_device_t* cpu(void) {
+// Opens cpu:0 and, when `out_info` is not NULL, reads its properties.
+static accel_device_t* cpu(accel_device_info_t* out_info) {
   accel_device_t* device = NULL;
   if (accel_device_open("cpu:0", &device) != ACCEL_OK) {
     fprintf(stderr, "cpu:0: %s\n", accel_last_error());
+    return NULL;
+  }
+  if (out_info != NULL) {
+    out_info->struct_size = sizeof(*out_info);
+    if (accel_device_query_info(device, out_info) != ACCEL_OK) {
+      fprintf(stderr, "cpu:0: %s\n", accel_last_error());
+      accel_device_release(device);
+      return NULL;
+    }
   }
   return device;
 }
@@ -47,11 +57,9 @@ TEST(huge_grid_is_refused) {
   size_t size = 0;
   void* image = read_all(getenv("KERNELS_CPU_MODULE"), &size);
   ASSERT_NOT_NULL(image);
-  accel_device_t* device = cpu();
-  ASSERT_NOT_NULL(device);
   accel_device_info_t info;
-  info.struct_size = sizeof(info);
-  ASSERT_OK(accel_device_query_info(device, &info));
+  accel_device_t* device = cpu(&info);
+  ASSERT_NOT_NULL(device);
   ASSERT_EQ(info.max_grid[0], 0x7fffffffu);
   ASSERT_EQ(info.max_grid[1], 65535u);
   accel_module_t* module = NULL;
@@ -75,7 +83,7 @@ TEST(huge_grid_is_refused) {
 }
 
 TEST(non_regular_module_files_are_refused) {
-  accel_device_t* device = cpu();
+  accel_device_t* device = cpu(NULL);
   ASSERT_NOT_NULL(device);
   accel_module_t* module = NULL;
   ASSERT_STATUS(accel_module_create_from_file(device, "/dev/zero", &module),
@@ -115,11 +123,9 @@ TEST(bundle_runs_the_cpu_image) {
   size_t size = 0;
   void* so = read_all(getenv("KERNELS_CPU_MODULE"), &size);
   ASSERT_NOT_NULL(so);
-  accel_device_t* device = cpu();
-  ASSERT_NOT_NULL(device);
   accel_device_info_t info;
-  info.struct_size = sizeof(info);
-  ASSERT_OK(accel_device_query_info(device, &info));
+  accel_device_t* device = cpu(&info);
+  ASSERT_NOT_NULL(device);
   static const uint32_t spirv[] = {0x07230203u, 0x00010000u, 0, 1, 0};
   static const char text[] = "__kernel void kt_add_one() {}";
   const char* tags[] = {"spirv", "opencl-c", info.module_target};
