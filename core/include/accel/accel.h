@@ -432,8 +432,13 @@ ACCEL_API const char* accel_device_cap_name(accel_device_caps_t cap);
 // `device` alive. ACCEL_ERROR_INVALID_ARGUMENT if `size` is 0,
 // ACCEL_ERROR_OUT_OF_DEVICE_MEMORY if the device is full even after the
 // allocator gave its cache back (the message says how much was requested,
-// allocated, reserved, free and total), ACCEL_ERROR_OUT_OF_MEMORY if host
-// memory for the bookkeeping ran out.
+// allocated, reserved, free and total) and also, without touching the
+// cache, if `size` is above the device's `max_alloc_size` (the message
+// names that limit: the request can never succeed on this device, so it
+// is reported as the out-of-memory a caller already handles rather than
+// as a bad argument), ACCEL_ERROR_OUT_OF_MEMORY if host memory for the
+// bookkeeping ran out. The buffer starts on a multiple of the device's
+// `buffer_offset_alignment`.
 ACCEL_API accel_status_t accel_buffer_create(accel_device_t* device,
                                              size_t size,
                                              accel_buffer_t** out_buffer);
