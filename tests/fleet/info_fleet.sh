@@ -22,4 +22,8 @@ grep -F -q "cpu device 1: excluded by entry '-cpu:1'" "$out" ||
   fail "hidden device reason missing"
 grep -q '^  cpu:1 ' "$out" || fail "cpu:2 was not renumbered to cpu:1"
 grep -q '^  cpu:2 ' "$out" && fail "three cpu devices shown"
+
+ACCEL_CPU_DEVICES=3 ACCEL_VISIBLE_DEVICES=-cpu:1 "$info" --json > "$out" 2>&1
+grep -F -q '"hidden_devices": [' "$out" || fail "no hidden_devices in JSON"
+grep -F -q "excluded by entry '-cpu:1'" "$out" || fail "JSON reason missing"
 echo "ok"

@@ -36,7 +36,8 @@ STR, INT, NULLSTR = "string", "integer", "string or null"
 
 TOP = {"schema_version": INT, "accel_version": STR,
        "plugin_abi_version": INT, "plugins": list, "devices": list,
-       "selected": dict, "search_path": list, "errors": list}
+       "selected": dict, "search_path": list, "errors": list,
+       "hidden_devices": list}
 PLUGIN = {"name": NULLSTR, "path": STR, "source": NULLSTR, "origin": STR,
           "version": NULLSTR, "abi_version": INT, "abi_minor": INT,
           "stage": STR, "state": STR,

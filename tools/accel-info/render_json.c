@@ -190,6 +190,21 @@ void info_render_json(const info_report_t* r, FILE* out) {
   }
   json_end_array(&w);
 
+  // Devices ACCEL_VISIBLE_DEVICES hides: the plugin's own index and why.
+  json_key(&w, "hidden_devices");
+  json_begin_array(&w);
+  for (size_t i = 0; i < r->hidden_count; ++i) {
+    json_begin_object(&w);
+    json_key(&w, "backend");
+    json_string(&w, r->hidden[i].backend);
+    json_key(&w, "index");
+    json_uint(&w, r->hidden[i].index);
+    json_key(&w, "reason");
+    json_string(&w, r->hidden[i].reason);
+    json_end_object(&w);
+  }
+  json_end_array(&w);
+
   json_key(&w, "selected");
   info_json_selected(&w, r);
 
