@@ -113,10 +113,14 @@ const accel_rocm_blas_t* accel_rocm_blas_get(accel_rocm_plugin_t* plugin);
 void accel_rocm_blas_close(accel_rocm_plugin_t* plugin);
 // Initialises an empty slot; ACCEL_ERROR_INTERNAL if its mutex cannot be.
 accel_status_t accel_rocm_blas_slot_init(accel_rocm_blas_slot_t* slot);
-// Destroys the slot's handle, if any, and its mutex. `device` is current
-// and the slot's stream idle.
+// Releases the slot's handle, if any, and destroys its mutex: into the
+// device's pool when `pool` is set and there is room (a stream going
+// away), else with rocblas_destroy_handle. `device` is current and the
+// slot's stream idle.
 void accel_rocm_blas_slot_deinit(accel_rocm_device_t* device,
-                                 accel_rocm_blas_slot_t* slot);
+                                 accel_rocm_blas_slot_t* slot, bool pool);
+// Destroys the device's pooled handles (device close; `device` current).
+void accel_rocm_blas_pool_drain(accel_rocm_device_t* device);
 
 // Opens the runtime on first use; returns its status (with the reason
 // through host->fail when it failed). Thread-safe.
@@ -176,6 +180,12 @@ struct accel_rocm_device {
   // rocBLAS-managed scratch.
   accel_rocm_blas_slot_t blas;
   _Atomic bool blas_failed;  // creating a handle failed: the kernel runs
+  // Handles of destroyed streams, kept for the next stream's first GEMM
+  // (guarded by `mutex`): rocblas_destroy_handle frees rocBLAS's device
+  // memory with hipFree, which synchronises the device, so it runs only at
+  // device close.
+  accel_rocm_blas_handle_t blas_pool[8];
+  uint32_t blas_pooled;
   bool builtin_tried;
   accel_status_t builtin_status;
   char builtin_why[ACCEL_ROCM_MESSAGE_SIZE];

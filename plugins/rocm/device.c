@@ -194,7 +194,8 @@ void accel_rocm_device_close(void* device_ptr) {
   accel_rocm_builtin_release(device);
   int saved = 0;
   bool entered = accel_rocm_device_enter(device, &saved) == ACCEL_OK;
-  accel_rocm_blas_slot_deinit(device, &device->blas);
+  accel_rocm_blas_slot_deinit(device, &device->blas, false);
+  accel_rocm_blas_pool_drain(device);
   if (entered) accel_rocm_device_leave(device, saved);
   pthread_mutex_destroy(&device->mutex);
   free(device);

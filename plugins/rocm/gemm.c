@@ -55,12 +55,34 @@ accel_status_t accel_rocm_blas_slot_init(accel_rocm_blas_slot_t* slot) {
 }
 
 void accel_rocm_blas_slot_deinit(accel_rocm_device_t* device,
-                                 accel_rocm_blas_slot_t* slot) {
+                                 accel_rocm_blas_slot_t* slot, bool pool) {
+  const accel_rocm_blas_t* blas = &device->plugin->blas;
+  if (slot->handle != NULL && pool) {
+    // Lent memory is gone with its GEMM: hand the handle back to
+    // rocBLAS-managed memory before another stream gets it.
+    if (slot->lent && blas->set_workspace(slot->handle, NULL, 0) != 0) {
+      pool = false;
+    }
+    pthread_mutex_lock(&device->mutex);
+    size_t room = sizeof(device->blas_pool) / sizeof(device->blas_pool[0]);
+    if (pool && device->blas_pooled < room) {
+      device->blas_pool[device->blas_pooled++] = slot->handle;
+      slot->handle = NULL;
+    }
+    pthread_mutex_unlock(&device->mutex);
+  }
   if (slot->handle != NULL) {
-    device->plugin->blas.destroy_handle(slot->handle);
+    blas->destroy_handle(slot->handle);
     slot->handle = NULL;
   }
   pthread_mutex_destroy(&slot->lock);
+}
+
+void accel_rocm_blas_pool_drain(accel_rocm_device_t* device) {
+  for (uint32_t i = 0; i < device->blas_pooled; i++) {
+    device->plugin->blas.destroy_handle(device->blas_pool[i]);
+  }
+  device->blas_pooled = 0;
 }
 
 // The rocBLAS datatype of an accel dtype (F32, F16 or BF16).
@@ -138,6 +160,13 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
   accel_status_t status = accel_rocm_device_enter(device, &saved);
   if (status != ACCEL_OK) return status;
   pthread_mutex_lock(&slot->lock);
+  if (slot->handle == NULL) {
+    pthread_mutex_lock(&device->mutex);
+    if (device->blas_pooled > 0) {
+      slot->handle = device->blas_pool[--device->blas_pooled];
+    }
+    pthread_mutex_unlock(&device->mutex);
+  }
   if (slot->handle == NULL && !atomic_load(&device->blas_failed)) {
     int rc = blas->create_handle(&slot->handle);
     if (rc != 0) {

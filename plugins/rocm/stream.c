@@ -66,7 +66,7 @@ void accel_rocm_stream_destroy(void* stream_ptr) {
   int saved = 0;
   if (accel_rocm_device_enter(device, &saved) == ACCEL_OK) {
     rt->hipStreamSynchronize(stream->stream);
-    accel_rocm_blas_slot_deinit(device, &stream->blas);
+    accel_rocm_blas_slot_deinit(device, &stream->blas, true);
     rt->hipFree(stream->scratch);
     rt->hipStreamDestroy(stream->stream);
     accel_rocm_device_leave(device, saved);

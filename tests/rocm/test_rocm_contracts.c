@@ -28,6 +28,7 @@ static struct {
   hip_ptr_fn_t get_device;
   hip_void_fn_t get_last_error;
   hip_peer_fn_t enable_peer;
+  unsigned long (*blas_destroys)(void);  // fakehip_rocblas_destroy_count
 } hip;
 
 static int hip_open(void) {
@@ -46,6 +47,8 @@ static int hip_open(void) {
   memcpy(&hip.get_device, &sym[1], sizeof(sym[1]));
   memcpy(&hip.get_last_error, &sym[2], sizeof(sym[2]));
   memcpy(&hip.enable_peer, &sym[3], sizeof(sym[3]));
+  void* count = dlsym(lib, "fakehip_rocblas_destroy_count");
+  memcpy(&hip.blas_destroys, &count, sizeof(count));
   return 0;
 }
 
@@ -54,8 +57,8 @@ static int current_device(void) {
   return hip.get_device(&device) == 0 ? device : -1;
 }
 
-#define OPEN_HIP()                                      \
-  do {                                                  \
+#define OPEN_HIP()                                         \
+  do {                                                     \
     if (hip_open() != 0) SKIP("ACCEL_ROCM_RUNTIME unset"); \
   } while (0)
 
@@ -159,12 +162,16 @@ TEST(rocm_can_access_peer_is_a_query) {
 // lent workspace is too small: FAKEHIP_ROCBLAS_NEED) and takes a while
 // (FAKEHIP_BLAS_DELAY_MS): with one handle for both streams the second
 // GEMM would use the handle's scratch while the first still runs, which
-// the fake refuses.
+// the fake refuses. Streams going away keep their handles for the next
+// streams (rocblas_destroy_handle would synchronise the device): a second
+// round creates none and destroys none.
 TEST(rocm_gemm_two_streams_own_handles) {
   OPEN_HIP();
   if (getenv("FAKEHIP_BLAS_DELAY_MS") == NULL) {
     SKIP("needs FAKEHIP_BLAS_DELAY_MS and ACCEL_ROCM_BLAS");
   }
+  ASSERT_NOT_NULL(hip.blas_destroys);
+  unsigned long destroys0 = hip.blas_destroys();
   accel_device_t* device = NULL;
   ASSERT_OK(accel_device_open("rocm:0", &device));
   enum { N = 8 };
@@ -173,27 +180,30 @@ TEST(rocm_gemm_two_streams_own_handles) {
   accel_buffer_t* ab = NULL;
   ASSERT_OK(accel_buffer_create(device, sizeof(ones), &ab));
   ASSERT_OK(accel_buffer_write(ab, 0, ones, sizeof(ones)));
-  accel_stream_t* streams[2] = {NULL, NULL};
-  accel_buffer_t* c[2] = {NULL, NULL};
-  for (int s = 0; s < 2; s++) {
-    ASSERT_OK(accel_stream_create(device, 0, &streams[s]));
-    ASSERT_OK(accel_buffer_create(device, sizeof(ones), &c[s]));
-  }
-  for (int s = 0; s < 2; s++) {
-    accel_gemm_t g;
-    accel_gemm_init(&g);
-    g.m = g.n = g.k = N;
-    g.a = g.b = ab;
-    g.c = c[s];
-    ASSERT_OK(accel_op_gemm(streams[s], &g));
-  }
-  for (int s = 0; s < 2; s++) {
-    ASSERT_OK(accel_stream_synchronize(streams[s]));
-    float out[N * N];
-    ASSERT_OK(accel_buffer_read(c[s], 0, out, sizeof(out)));
-    ASSERT(out[0] == (float)N && out[N * N - 1] == (float)N);
-    accel_buffer_release(c[s]);
-    accel_stream_release(streams[s]);
+  for (int round = 0; round < 2; round++) {
+    accel_stream_t* streams[2] = {NULL, NULL};
+    accel_buffer_t* c[2] = {NULL, NULL};
+    for (int s = 0; s < 2; s++) {
+      ASSERT_OK(accel_stream_create(device, 0, &streams[s]));
+      ASSERT_OK(accel_buffer_create(device, sizeof(ones), &c[s]));
+    }
+    for (int s = 0; s < 2; s++) {
+      accel_gemm_t g;
+      accel_gemm_init(&g);
+      g.m = g.n = g.k = N;
+      g.a = g.b = ab;
+      g.c = c[s];
+      ASSERT_OK(accel_op_gemm(streams[s], &g));
+    }
+    for (int s = 0; s < 2; s++) {
+      ASSERT_OK(accel_stream_synchronize(streams[s]));
+      float out[N * N];
+      ASSERT_OK(accel_buffer_read(c[s], 0, out, sizeof(out)));
+      ASSERT(out[0] == (float)N && out[N * N - 1] == (float)N);
+      accel_buffer_release(c[s]);
+      accel_stream_release(streams[s]);
+    }
+    ASSERT_EQ(hip.blas_destroys(), destroys0);
   }
   accel_buffer_release(ab);
   accel_device_release(device);

@@ -955,7 +955,22 @@ FAKEHIP_API int rocblas_create_handle(void** handle) {
   return *handle != NULL ? 0 : 5;  // rocblas_status_memory_error
 }
 
+// rocblas_destroy_handle frees the handle's device memory (hipFree, which
+// synchronises the device); the fake counts the calls.
+static unsigned long fakehip_blas_destroys;  // guarded by fakehip_blas_lock
+
+// Test-only, not rocBLAS: rocblas_destroy_handle calls so far.
+FAKEHIP_API unsigned long fakehip_rocblas_destroy_count(void) {
+  pthread_mutex_lock(&fakehip_blas_lock);
+  unsigned long n = fakehip_blas_destroys;
+  pthread_mutex_unlock(&fakehip_blas_lock);
+  return n;
+}
+
 FAKEHIP_API int rocblas_destroy_handle(void* handle) {
+  pthread_mutex_lock(&fakehip_blas_lock);
+  fakehip_blas_destroys++;
+  pthread_mutex_unlock(&fakehip_blas_lock);
   free(handle);
   return 0;
 }
