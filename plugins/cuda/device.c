@@ -221,8 +221,7 @@ accel_status_t accel_cuda_device_open(void* plugin_ptr, uint32_t index,
   return ACCEL_OK;
 }
 
-CUstream accel_cuda_stream_of(const accel_cuda_device_t* device,
-                              void* stream) {
+CUstream accel_cuda_stream_of(const accel_cuda_device_t* device, void* stream) {
   return stream != NULL ? ((accel_cuda_stream_t*)stream)->stream
                         : device->sync_stream;
 }

@@ -131,8 +131,7 @@ static accel_cuda_blas_t* accel_cuda_blas_try(const char* name, char* why,
       accel_cuda_blas_sym(library, "cublasSetWorkspace_v2",
                           &blas->set_workspace) &&
       accel_cuda_blas_sym(library, "cublasGemmEx", &blas->gemm_ex) &&
-      accel_cuda_blas_sym(library, "cublasSetMathMode",
-                          &blas->set_math_mode)) {
+      accel_cuda_blas_sym(library, "cublasSetMathMode", &blas->set_math_mode)) {
     (void)accel_cuda_blas_sym(library, "cublasGetStatusName",
                               &blas->status_name);
     return blas;
@@ -165,7 +164,8 @@ static accel_cuda_blas_t* accel_cuda_blas_open(const accel_host_t* host,
     return blas;
   }
   char tried[128] = "";
-  size_t n = sizeof(accel_cuda_cublas_names) / sizeof(accel_cuda_cublas_names[0]);
+  size_t n =
+      sizeof(accel_cuda_cublas_names) / sizeof(accel_cuda_cublas_names[0]);
   for (size_t i = 0; i < n; i++) {
     if (accel_cuda_cublas_names[i].driver > driver) continue;
     const char* name = accel_cuda_cublas_names[i].name;
@@ -289,8 +289,9 @@ static accel_status_t accel_cuda_gemm_handle(accel_cuda_stream_t* stream,
     // f32 accumulation throughout, split-K reductions included.
     call = "cublasSetMathMode";
     s = blas->set_math_mode(
-        handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                               CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+        handle,
+        (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   }
   if (s != CUBLAS_STATUS_SUCCESS) {
     (void)blas->destroy(handle);

@@ -99,9 +99,9 @@ accel_status_t accel_cuda_copy_h2d(void* device_ptr, void* stream, void* dst,
   accel_cuda_device_t* device = device_ptr;
   accel_status_t status = accel_cuda_context_push(device, "copy_h2d");
   if (status != ACCEL_OK) return status;
-  CUresult r = device->cu->cuMemcpyHtoDAsync(
-      accel_cuda_ptr(dst, dst_offset), src, size,
-      accel_cuda_stream_of(device, stream));
+  CUresult r =
+      device->cu->cuMemcpyHtoDAsync(accel_cuda_ptr(dst, dst_offset), src, size,
+                                    accel_cuda_stream_of(device, stream));
   status = accel_cuda_call_done(device, stream, r, "cuMemcpyHtoDAsync");
   accel_cuda_context_pop(device);
   return status;
@@ -113,9 +113,9 @@ accel_status_t accel_cuda_copy_d2h(void* device_ptr, void* stream, void* dst,
   accel_cuda_device_t* device = device_ptr;
   accel_status_t status = accel_cuda_context_push(device, "copy_d2h");
   if (status != ACCEL_OK) return status;
-  CUresult r = device->cu->cuMemcpyDtoHAsync(
-      dst, accel_cuda_ptr(src, src_offset), size,
-      accel_cuda_stream_of(device, stream));
+  CUresult r =
+      device->cu->cuMemcpyDtoHAsync(dst, accel_cuda_ptr(src, src_offset), size,
+                                    accel_cuda_stream_of(device, stream));
   status = accel_cuda_call_done(device, stream, r, "cuMemcpyDtoHAsync");
   accel_cuda_context_pop(device);
   return status;

@@ -252,7 +252,7 @@ accel_status_t accel_rocm_memset(void* device, void* stream, void* dst,
 typedef struct accel_rocm_stream {
   accel_rocm_device_t* device;
   hipStream_t stream;
-  void* scratch;  // ACCEL_ROCM_SUM_SCRATCH bytes of device memory
+  void* scratch;                // ACCEL_ROCM_SUM_SCRATCH bytes of device memory
   accel_rocm_blas_slot_t blas;  // this stream's rocBLAS handle (gemm.c)
 } accel_rocm_stream_t;
 

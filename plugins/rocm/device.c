@@ -129,8 +129,8 @@ static accel_status_t accel_rocm_device_read(accel_rocm_device_t* device) {
   // The capability says what hipDeviceCanAccessPeer says, not the count.
   for (int peer = 0; peer < rt->device_count && !device->peer_any; peer++) {
     int can = 0;
-    if (peer != dev && rt->hipDeviceCanAccessPeer(&can, dev, peer) ==
-                           hipSuccess) {
+    if (peer != dev &&
+        rt->hipDeviceCanAccessPeer(&can, dev, peer) == hipSuccess) {
       device->peer_any = can != 0;
     }
   }

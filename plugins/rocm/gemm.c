@@ -122,7 +122,8 @@ accel_status_t accel_rocm_op_gemm_workspace(void* device_ptr,
   }
   const accel_rocm_blas_t* blas = accel_rocm_blas_get(device->plugin);
   if (blas == NULL || blas->set_workspace == NULL) return ACCEL_OK;
-  if (!atomic_load(&device->blas_failed)) *out_bytes = accel_rocm_gemm_workspace_bytes(device);
+  if (!atomic_load(&device->blas_failed))
+    *out_bytes = accel_rocm_gemm_workspace_bytes(device);
   return ACCEL_OK;
 }
 

@@ -207,8 +207,8 @@ static void accel_rocm_peer_enable(accel_rocm_device_t* device,
       err = rt->hipDeviceEnablePeerAccess((int)peer->index, 0);
     }
     if (err != hipSuccess) accel_rocm_clear_error(rt);
-    bool on = can && (err == hipSuccess ||
-                      err == hipErrorPeerAccessAlreadyEnabled);
+    bool on =
+        can && (err == hipSuccess || err == hipErrorPeerAccessAlreadyEnabled);
     device->host->log(device->host, ACCEL_LOG_DEBUG,
                       "%s: peer access to rocm:%u %s", device->prefix,
                       peer->index, on ? "enabled" : "unavailable");

@@ -221,10 +221,10 @@ static float fakecublas_tf32(float f) {
 
 // Rounds `f` to `t` (f16 or bf16) and back.
 static float fakecublas_round(cudaDataType t, float f) {
-  return t == CUDA_R_16F    ? accel_plugin_f16_to_f32(accel_plugin_f32_to_f16(f))
-         : t == CUDA_R_16BF ? accel_plugin_bf16_to_f32(
-                                  accel_plugin_f32_to_bf16(f))
-                            : f;
+  return t == CUDA_R_16F ? accel_plugin_f16_to_f32(accel_plugin_f32_to_f16(f))
+         : t == CUDA_R_16BF
+             ? accel_plugin_bf16_to_f32(accel_plugin_f32_to_bf16(f))
+             : f;
 }
 
 // Elements an operand spans: `ld` per column, the last column `rows` long.
@@ -267,9 +267,8 @@ static bool fakecublas_gemm_run(void* arg) {
         acc += (double)x * (double)y;
         if (g->reduced && (l % FAKECUBLAS_SPLIT_K == FAKECUBLAS_SPLIT_K - 1 ||
                            l == g->k - 1)) {
-          reduced = fakecublas_round(g->c_type,
-                                     reduced + fakecublas_round(g->c_type,
-                                                                (float)acc));
+          reduced = fakecublas_round(
+              g->c_type, reduced + fakecublas_round(g->c_type, (float)acc));
           acc = 0.0;
         }
       }
@@ -321,26 +320,27 @@ FAKECUDA_API cublasStatus_t cublasGemmEx(
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
   fakecublas_gemm_t* g = malloc(sizeof(*g));
   if (g == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
-  *g = (fakecublas_gemm_t){.ctx = handle->ctx,
-                           .trans_a = ta,
-                           .trans_b = tb,
-                           .tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32,
-                           .reduced = Ctype != CUDA_R_32F &&
-                                      !(handle->math_mode &
-                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION),
-                           .m = m,
-                           .n = n,
-                           .k = k,
-                           .lda = lda,
-                           .ldb = ldb,
-                           .ldc = ldc,
-                           .a = (uintptr_t)A,
-                           .b = (uintptr_t)B,
-                           .c = (uintptr_t)C,
-                           .ab_type = Atype,
-                           .c_type = Ctype,
-                           .workspace = (uintptr_t)handle->workspace,
-                           .workspace_size = handle->workspace_size};
+  *g = (fakecublas_gemm_t){
+      .ctx = handle->ctx,
+      .trans_a = ta,
+      .trans_b = tb,
+      .tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32,
+      .reduced = Ctype != CUDA_R_32F &&
+                 !(handle->math_mode &
+                   CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION),
+      .m = m,
+      .n = n,
+      .k = k,
+      .lda = lda,
+      .ldb = ldb,
+      .ldc = ldc,
+      .a = (uintptr_t)A,
+      .b = (uintptr_t)B,
+      .c = (uintptr_t)C,
+      .ab_type = Atype,
+      .c_type = Ctype,
+      .workspace = (uintptr_t)handle->workspace,
+      .workspace_size = handle->workspace_size};
   memcpy(&g->alpha, alpha, sizeof(float));  // host pointer mode
   memcpy(&g->beta, beta, sizeof(float));
   uintptr_t workspace = g->workspace;

@@ -129,8 +129,7 @@ TEST(fake_static_shared_memory_counts) {
   // 16 KiB + 8 KiB: no opt-in needed.
   ASSERT_OK(launch_vadd(device, 8 << 10, 4, 4));
   // 16 KiB + 220 KiB is more than sm_90's 227 KiB: refused, naming both.
-  ASSERT_EQ(launch_vadd(device, 220 << 10, 4, 4),
-            ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(launch_vadd(device, 220 << 10, 4, 4), ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "16384 bytes of static shared");
   accel_device_release(device);
 }

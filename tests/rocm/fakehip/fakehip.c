@@ -196,13 +196,15 @@ FAKEHIP_API hipError_t hipGetDeviceProperties(hipDeviceProp_t* props,
 
 FAKEHIP_API hipError_t hipDeviceGetName(char* name, int len,
                                         hipDevice_t device) {
-  if (!fakehip_valid(device) || len <= 0) return fakehip_ret(hipErrorInvalidValue);
+  if (!fakehip_valid(device) || len <= 0)
+    return fakehip_ret(hipErrorInvalidValue);
   snprintf(name, (size_t)len, "Fake AMD GPU (fakehip)");
   return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipDeviceGetPCIBusId(char* id, int len, int device) {
-  if (!fakehip_valid(device) || len <= 0) return fakehip_ret(hipErrorInvalidValue);
+  if (!fakehip_valid(device) || len <= 0)
+    return fakehip_ret(hipErrorInvalidValue);
   snprintf(id, (size_t)len, "0000:%02x:00.0", device);
   return fakehip_ret(hipSuccess);
 }
@@ -577,7 +579,8 @@ FAKEHIP_API hipError_t hipStreamCreateWithFlags(hipStream_t* out,
 }
 
 FAKEHIP_API hipError_t hipStreamSynchronize(hipStream_t s) {
-  if (s == NULL) return fakehip_ret(hipSuccess);  // null-stream work ran synchronously
+  if (s == NULL)
+    return fakehip_ret(hipSuccess);  // null-stream work ran synchronously
   pthread_mutex_lock(&s->mutex);
   while (s->pending > 0) pthread_cond_wait(&s->cond, &s->mutex);
   hipError_t error = s->error;
@@ -792,7 +795,8 @@ FAKEHIP_API hipError_t hipModuleLoadData(hipModule_t* out, const void* image) {
     size = fakehip_bundle_size(p);
     char triple[96];
     snprintf(triple, sizeof(triple), "amdgcn-amd-amdhsa--%s", arch);
-    if (!fakehip_contains(p, size, triple)) return fakehip_ret(hipErrorNoBinaryForGpu);
+    if (!fakehip_contains(p, size, triple))
+      return fakehip_ret(hipErrorNoBinaryForGpu);
   } else if (memcmp(p, "\177ELF", 4) == 0 && p[4] == 2) {
     size = fakehip_elf_size(p);
   } else if (memcmp(p, FAKEHIP_RTC_MAGIC, sizeof(FAKEHIP_RTC_MAGIC) - 1) == 0) {
