@@ -158,6 +158,9 @@ typedef struct accel_opencl_plugin {
   uint32_t* device_contexts;  // [device_count]
   uint32_t context_count;     // slots in platform_contexts
   cl_platform_id* platforms;  // [platform_count]
+  // Cross-context waits whose callback has not yet run (event.c); unload
+  // waits for them, since the callback runs plugin code on a driver thread.
+  atomic_uint relays;
   // CLBlast (clblast.c), opened at the first GEMM; NULL when missing.
   bool clblast_tried;
   void* clblast;  // opaque accel_opencl_clblast_t*, owned by clblast.c

@@ -188,6 +188,7 @@ accel_status_t accel_opencl_event_elapsed_ms(void* start_ptr, void* end_ptr,
 typedef struct accel_opencl_relay {
   const accel_opencl_api_t* cl;
   cl_event user;
+  atomic_uint* pending;  // plugin->relays
 } accel_opencl_relay_t;
 
 static void CL_CALLBACK accel_opencl_relay_fire(cl_event marker, cl_int status,
@@ -197,7 +198,9 @@ static void CL_CALLBACK accel_opencl_relay_fire(cl_event marker, cl_int status,
   relay->cl->clSetUserEventStatus(relay->user,
                                   status < 0 ? status : CL_COMPLETE);
   relay->cl->clReleaseEvent(relay->user);
+  atomic_uint* pending = relay->pending;
   free(relay);
+  atomic_fetch_sub(pending, 1);  // last: unload may proceed
 }
 
 // A user event of `stream`'s context that completes with `marker`.
@@ -221,9 +224,12 @@ static accel_status_t accel_opencl_event_relay(accel_opencl_stream_t* stream,
   }
   cl_event user = relay->user;
   cl->clRetainEvent(user);  // the callback's reference
+  relay->pending = &device->plugin->relays;
+  atomic_fetch_add(relay->pending, 1);
   err = cl->clSetEventCallback(marker, CL_COMPLETE, accel_opencl_relay_fire,
                                relay);
   if (err != CL_SUCCESS) {
+    atomic_fetch_sub(relay->pending, 1);
     cl->clReleaseEvent(user);
     cl->clReleaseEvent(user);
     free(relay);

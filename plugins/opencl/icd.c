@@ -21,7 +21,11 @@ accel_status_t accel_opencl_icd_open(accel_opencl_plugin_t* plugin) {
   const char* path =
       named != NULL && named[0] != '\0' ? named : ACCEL_OPENCL_ICD_DEFAULT;
   // RTLD_LOCAL keeps the loader's symbols away from other plugins.
-  void* icd = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE keeps a working loader mapped after unload: ICD loaders
+  // and the drivers they open keep process-wide state (the platform list,
+  // driver threads, atexit handlers) and are not written to be unloaded
+  // and loaded again; a later load of the plugin reuses the same one.
+  void* icd = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (icd == NULL) {
     const char* why = dlerror();
     snprintf(plugin->icd_error, sizeof(plugin->icd_error),

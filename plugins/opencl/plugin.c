@@ -7,6 +7,7 @@
 // state (load/unload); the rest lives in the files listed in
 // accel_opencl.h. See docs/opencl-backend.md.
 #include <stdlib.h>
+#include <time.h>
 
 #include "accel_opencl.h"
 #include "builtins.h"  // accel_opencl_clblast_close
@@ -19,6 +20,7 @@ static accel_status_t accel_opencl_load(const accel_host_t* host,
     free(plugin);
     return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "opencl: plugin state");
   }
+  atomic_init(&plugin->relays, 0);
   plugin->host = host;  // the ICD loader is opened later, by device_count
   *out_plugin = plugin;
   return ACCEL_OK;
@@ -27,7 +29,11 @@ static accel_status_t accel_opencl_load(const accel_host_t* host,
 static void accel_opencl_unload(void* plugin_ptr) {
   accel_opencl_plugin_t* plugin = plugin_ptr;
   if (plugin == NULL) return;
-  // Every device is closed by now.
+  // Every device is closed by now, so every stream has finished; a
+  // cross-context wait's callback may still be returning (event.c).
+  while (atomic_load(&plugin->relays) != 0) {
+    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+  }
   accel_opencl_clblast_close(plugin);
   if (plugin->icd != NULL) {
     accel_opencl_devices_release(plugin);
