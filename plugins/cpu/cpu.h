@@ -384,6 +384,18 @@ uint32_t accel_cpu_pool_width(const accel_cpu_pool_t* pool);
 void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
                         accel_cpu_pool_fn_t fn, void* ctx);
 
+// How long an idle pool helper or stream worker spins on new work before
+// it sleeps (pool.c, stream.c): a futex wake-up across CPUs costs 5-130 us
+// on the development VM, more than a 1 MiB elementwise op, so work that
+// arrives back to back is taken without one. Short enough that an idle
+// process gives its CPUs back almost at once.
+#define ACCEL_CPU_SPIN_NS 50000ull
+
+// Spins (with a pause hint) while `*word` equals `value`, for at most
+// `budget_ns`. Returns true when the word changed, false on time out.
+bool accel_cpu_spin_while(const _Atomic uint64_t* word, uint64_t value,
+                          uint64_t budget_ns);
+
 // Parses ACCEL_CPU_THREADS for device properties without creating the pool:
 // the value when set and valid, otherwise the usable CPU count.
 uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin);

@@ -20,6 +20,7 @@
 // zero, so no helper touches the job (which lives on the caller's stack)
 // after the caller returns.
 #include <ctype.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,9 +48,13 @@ struct accel_cpu_pool {
   pthread_mutex_t mutex;
   pthread_cond_t work_cv;  // a job was queued, or stopping
   pthread_cond_t idle_cv;  // a helper left a job
-  accel_cpu_job_t* head;   // guarded by `mutex`, as are the next two
+  accel_cpu_job_t* head;   // guarded by `mutex`, as are the next three
   accel_cpu_job_t* tail;
   bool stopping;
+  uint32_t sleeping;  // helpers blocked in work_cv (not spinning)
+  // Bumped (under `mutex`) at every queued job and at stop, so that
+  // spinning helpers see new work without the mutex.
+  _Atomic uint64_t generation;
   uint32_t width;    // helpers + 1 (the caller)
   uint32_t helpers;  // threads started
   size_t stream_bytes;  // copies from this size use non-temporal stores
@@ -87,13 +92,47 @@ static void accel_cpu_pool_dequeue(accel_cpu_pool_t* pool,
   job->queued = false;
 }
 
+bool accel_cpu_spin_while(const _Atomic uint64_t* word, uint64_t value,
+                          uint64_t budget_ns) {
+  uint64_t start = accel_cpu_now_ns();
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      if (atomic_load_explicit(word, memory_order_acquire) != value) {
+        return true;
+      }
+#if defined(__x86_64__)
+      _mm_pause();
+#endif
+    }
+    if (accel_cpu_now_ns() - start >= budget_ns) return false;
+    // Let a runnable thread (the one doing the work we wait for, on a
+    // machine with more threads than CPUs) have the CPU.
+    sched_yield();
+  }
+}
+
+// Waits for a job or stop (mutex held): spins first for
+// ACCEL_CPU_SPIN_NS with the mutex released, then sleeps on work_cv.
+static void accel_cpu_pool_idle(accel_cpu_pool_t* pool) {
+  while (pool->head == NULL && !pool->stopping) {
+    uint64_t gen = atomic_load_explicit(&pool->generation,
+                                        memory_order_relaxed);
+    pthread_mutex_unlock(&pool->mutex);
+    bool woken = accel_cpu_spin_while(&pool->generation, gen,
+                                      ACCEL_CPU_SPIN_NS);
+    pthread_mutex_lock(&pool->mutex);
+    if (woken || pool->head != NULL || pool->stopping) continue;
+    pool->sleeping++;
+    pthread_cond_wait(&pool->work_cv, &pool->mutex);
+    pool->sleeping--;
+  }
+}
+
 static void* accel_cpu_pool_helper(void* arg) {
   accel_cpu_pool_t* pool = arg;
   pthread_mutex_lock(&pool->mutex);
   for (;;) {
-    while (pool->head == NULL && !pool->stopping) {
-      pthread_cond_wait(&pool->work_cv, &pool->mutex);
-    }
+    accel_cpu_pool_idle(pool);
     accel_cpu_job_t* job = pool->head;
     if (job == NULL) break;  // stopping, and no job left to help with
     uint32_t worker = job->joined++;
@@ -128,9 +167,11 @@ void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
     pool->head = &job;
   }
   pool->tail = &job;
-  // Wake only as many helpers as there are chunks beyond the caller's.
-  if (count - 1 >= pool->helpers) {
-    pthread_cond_broadcast(&pool->work_cv);
+  atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+  // Spinning helpers see the generation; wake only as many sleeping ones
+  // as there are chunks beyond the caller's.
+  if (count - 1 >= pool->sleeping) {
+    if (pool->sleeping != 0) pthread_cond_broadcast(&pool->work_cv);
   } else {
     for (uint64_t i = 0; i + 1 < count; i++) {
       pthread_cond_signal(&pool->work_cv);
@@ -271,6 +312,7 @@ void accel_cpu_pool_destroy(accel_cpu_pool_t* pool) {
   if (pool == NULL) return;
   pthread_mutex_lock(&pool->mutex);
   pool->stopping = true;
+  atomic_fetch_add(&pool->generation, 1);
   pthread_cond_broadcast(&pool->work_cv);
   pthread_mutex_unlock(&pool->mutex);
   for (uint32_t i = 0; i < pool->helpers; i++) {
