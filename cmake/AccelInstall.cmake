@@ -10,6 +10,8 @@
 include(CMakePackageConfigHelpers)
 
 set(ACCEL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/accel)
+set(ACCEL_INSTALL_SDKDIR ${CMAKE_INSTALL_DATADIR}/accel/sdk)
+set(ACCEL_INSTALL_CONFORMDIR ${CMAKE_INSTALL_DATADIR}/accel/conform)
 
 # The SDK is an INTERFACE target (headers only); exporting it gives
 # third-party plugin builds accel::plugin.
@@ -23,7 +25,8 @@ configure_package_config_file(
   ${CMAKE_CURRENT_LIST_DIR}/accelConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/accelConfig.cmake
   INSTALL_DESTINATION ${ACCEL_INSTALL_CMAKEDIR}
-  PATH_VARS ACCEL_INSTALL_PLUGINDIR CMAKE_INSTALL_INCLUDEDIR)
+  PATH_VARS ACCEL_INSTALL_PLUGINDIR CMAKE_INSTALL_INCLUDEDIR
+            ACCEL_INSTALL_SDKDIR ACCEL_INSTALL_CONFORMDIR)
 write_basic_package_version_file(
   ${PROJECT_BINARY_DIR}/cmake/accelConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
@@ -50,6 +53,7 @@ function(accel_pc_dir out dir)
 endfunction()
 accel_pc_dir(ACCEL_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
 accel_pc_dir(ACCEL_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+accel_pc_dir(ACCEL_PC_DATADIR "${CMAKE_INSTALL_DATAROOTDIR}")
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
   set(_accel_pc_dest "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
   set(_accel_pc_prefix "")  # the install prefix, at install time
@@ -66,6 +70,7 @@ foreach(pc accel accel-plugin)
     set(PROJECT_DESCRIPTION [[${PROJECT_DESCRIPTION}]])
     set(ACCEL_PC_LIBDIR [[${ACCEL_PC_LIBDIR}]])
     set(ACCEL_PC_INCLUDEDIR [[${ACCEL_PC_INCLUDEDIR}]])
+    set(ACCEL_PC_DATADIR [[${ACCEL_PC_DATADIR}]])
     set(ACCEL_PC_PREFIX [[${_accel_pc_prefix}]])
     if(NOT ACCEL_PC_PREFIX)
       get_filename_component(ACCEL_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\"

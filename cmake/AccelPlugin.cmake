@@ -22,7 +22,9 @@ function(accel_add_plugin name)
     target_link_options(${target} PRIVATE -Wl,-z,defs)
   endif()
   if(NOT P_NO_INSTALL)
+    # One install component per plugin, so each becomes its own Debian
+    # package (cmake/AccelPackage.cmake): a fleet installs only its backends.
     install(TARGETS ${target} LIBRARY DESTINATION ${ACCEL_INSTALL_PLUGINDIR}
-            COMPONENT runtime)
+            COMPONENT plugin_${name})
   endif()
 endfunction()

@@ -62,13 +62,14 @@ static void conform_usage(FILE* out) {
           "  --seed N           random seed for op inputs (1)\n"
           "  --kernel-dir DIR   where test kernels live\n"
           "  --require-ops      an unsupported built-in op is a failure\n"
+          "                     (first-party plugins implement them all)\n"
           "  --known-failures FILE  checks expected to fail, with reasons\n"
           "                     (default: <plugin>.conform-known beside it)\n"
           "  --no-known-failures  ignore the plugin's known-failures file\n"
-          "                     (first-party plugins implement them all)\n"
           "  --json             machine-readable output\n"
           "  --list             list the checks and exit\n"
-          "exit: 0 passed, 1 failures, 2 usage or plugin not loadable,\n"
+          "exit: 0 passed, 1 failures (or XPASS), 2 usage, bad known-failures\n"
+          "      file or plugin not loadable,\n"
           "      77 no usable device\n");
 }
 

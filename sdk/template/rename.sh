@@ -30,7 +30,7 @@ if [ -e "$dest" ]; then
 fi
 mkdir -p "$dest"
 for file in CMakeLists.txt Makefile README.md plugin.c memory.c stream.c \
-            event.c ops.c template.h; do
+            event.c ops.c module.c template.h; do
   out=$file
   [ "$file" = template.h ] && out=$name.h
   sed -e "s/TEMPLATE_/${upper}_/g" \

@@ -7,7 +7,13 @@
 #  3. build a copy with its Makefile and pkg-config; `make install` must
 #     target `pkg-config --variable=plugindir accel-plugin`; with
 #     ACCEL_PLUGIN_PATH pointing at the build, `accel-info` must list
-#     template:0 and `accel-conform --plugin <the .so>` must pass.
+#     template:0 and `accel-conform --plugin <the .so>` must pass;
+#  4. the author's path from the install alone: the installed template
+#     (share/accel/sdk/template, found with `pkg-config --variable=sdkdir`)
+#     renamed with its rename.sh to "mine", built with make, must pass
+#     accel-conform with the kernels from `pkg-config --variable=conformdir`
+#     and from accel_CONFORM_KERNEL_DIR of the CMake package.
+# Steps 2 and 3 also build from the installed template, not the sources.
 cmake_minimum_required(VERSION 3.25)
 
 set(prefix "${WORK_DIR}/prefix")
@@ -64,6 +70,16 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 require_file("${conform}")
 require_file("${prefix}/share/accel/conform")
+set(sdk "${prefix}/share/accel/sdk")
+foreach(f template/plugin.c template/module.c template/README.md
+          template/rename.sh template/CMakeLists.txt template/Makefile
+          plugin-guide.md conformance.md CHANGES.md
+          examples/cpu_kernel/CMakeLists.txt)
+  require_file("${sdk}/${f}")
+endforeach()
+require_file("${prefix}/share/accel/conform/src/README.md")
+# The installed template, not the source tree, is what the author builds.
+set(TEMPLATE_DIR "${sdk}/template")
 # The installed suite finds its test kernels under share/accel/conform.
 run(${conform} --backend cpu --filter kernel. OUTPUT out)
 message(STATUS "installed accel-conform, kernels:\n${out}")
@@ -118,3 +134,37 @@ require_text("accel-info lists the template from ACCEL_PLUGIN_PATH"
 run(${conform} --plugin ${so} --require-ops OUTPUT out)
 message(STATUS "accel-conform --plugin ${so}:\n${out}")
 require_text("accel-conform --plugin" " 0 failed," "${out}")
+
+# 4. From the install alone: rename the installed template and build it.
+run(${PKG_CONFIG} --variable=sdkdir accel-plugin OUTPUT sdkdir)
+string(STRIP "${sdkdir}" sdkdir)
+run(${PKG_CONFIG} --variable=conformdir accel-plugin OUTPUT conformdir)
+string(STRIP "${conformdir}" conformdir)
+require_file("${sdkdir}/template/rename.sh")
+require_file("${conformdir}")
+run(sh ${sdkdir}/template/rename.sh mine ${WORK_DIR}/accel-mine)
+run(${MAKE} -C ${WORK_DIR}/accel-mine CC=${CC} "CFLAGS=-O2 ${EXTRA_FLAGS}"
+    ${zdefs} PKG_CONFIG=${PKG_CONFIG})
+set(mine "${WORK_DIR}/accel-mine/libaccel-mine.so")
+require_file("${mine}")
+run(${conform} --plugin ${mine} --require-ops --kernel-dir ${conformdir}
+    OUTPUT out)
+message(STATUS "accel-conform --plugin ${mine}:\n${out}")
+require_text("accel-conform on the renamed installed template" " 0 failed,"
+             "${out}")
+require_text("the renamed template runs the installed test kernels"
+             "PASS         launch.offsets" "${out}")
+# The CMake package names the same kernel directory.
+file(WRITE "${WORK_DIR}/probe/CMakeLists.txt" "
+cmake_minimum_required(VERSION 3.16)
+project(probe NONE)
+find_package(accel REQUIRED)
+message(STATUS \"SDK=\${accel_SDK_DIR} KERNELS=\${accel_CONFORM_KERNEL_DIR}\")
+")
+run(${CMAKE_COMMAND} -S ${WORK_DIR}/probe -B ${WORK_DIR}/probe/build
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+    OUTPUT out)
+get_filename_component(real_conformdir "${conformdir}" REALPATH)
+get_filename_component(real_sdkdir "${sdkdir}" REALPATH)
+require_text("accel_CONFORM_KERNEL_DIR" "KERNELS=${real_conformdir}" "${out}")
+require_text("accel_SDK_DIR" "SDK=${real_sdkdir}" "${out}")
