@@ -13,10 +13,11 @@
 // dlopen, which this plugin does not setenv() (not thread-safe against
 // getenv in the application's other threads, and a library must not edit
 // its host's environment). Such a kernel simply loses the timing. BLIS
-// 0.9 picks its kernel from the CPU's features (CPUID), not the model; its
-// BLIS_ARCH_TYPE override only exists in builds configured with
-// --enable-blis-arch-type, which Debian's is not, so there is nothing to
-// set: what it picked is reported in its description.
+// 0.9 already picks its kernel from the CPU's features (CPUID: zen3 on an
+// AVX2 EPYC), not the model. Debian's build also reads BLIS_ARCH_TYPE, a
+// numeric sub-configuration id, at its first call, and aborts the process
+// on an id it was not built with; the plugin leaves it alone for the same
+// reason as OPENBLAS_CORETYPE. What each picked is in its description.
 //
 // Threads: OpenBLAS's pthread and OpenMP builds run one call on their own
 // threads, so GEMM hands them whole products and leaves the pool idle.
