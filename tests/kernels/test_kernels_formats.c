@@ -7,6 +7,7 @@
 // with 128 and 4096, and with ACCEL_ALLOCATOR=raw); the largest
 // allocation, grid, shared memory and value-size limits; kernel bundles.
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,15 @@ TEST(device_info_reports_abi13_props) {
   ASSERT_EQ(info.max_grid[0], 1024u);
   ASSERT_EQ(info.max_grid[1], 0u);
   ASSERT_GE(info.buffer_offset_alignment, 128u);
+  // A caller built before the ABI 1.3 fields (944-byte struct) gets the
+  // fields that fit and nothing written past them.
+  accel_device_info_t old;
+  memset(&old, 0x5a, sizeof(old));
+  old.struct_size = (uint32_t)offsetof(accel_device_info_t, max_alloc_size);
+  ASSERT_OK(accel_device_query_info(e.device, &old));
+  ASSERT_STR_EQ(old.module_target, "fxcl-test");
+  ASSERT_EQ(old.max_alloc_size, 0x5a5a5a5a5a5a5a5aull);
+  ASSERT_EQ((unsigned char)old.platform[0], 0x5au);
   env_close(&e);
 }
 
