@@ -71,15 +71,19 @@ static bool conform_round_compare(conform_ctx_t* ctx, accel_buffer_t* buffer,
   return true;
 }
 
+// Whether the device claims the dtype; writes the UNSUPPORTED detail if not.
+static bool conform_round_claimed(conform_ctx_t* ctx, bool bf16) {
+  accel_device_caps_t cap = bf16 ? ACCEL_DEVICE_CAP_BF16 : ACCEL_DEVICE_CAP_F16;
+  if ((ctx->info.caps & cap) != 0) return true;
+  conform_report(ctx, CONFORM_UNSUPPORTED, "no %s", bf16 ? "bf16" : "f16");
+  return false;
+}
+
 static conform_result_t conform_round_fill(conform_ctx_t* ctx,
                                            const void* arg) {
   bool bf16 = arg != NULL;
   accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
-  accel_device_caps_t cap = bf16 ? ACCEL_DEVICE_CAP_BF16 : ACCEL_DEVICE_CAP_F16;
-  if ((ctx->info.caps & cap) == 0) {
-    return conform_report(ctx, CONFORM_UNSUPPORTED, "no %s",
-                          bf16 ? "bf16" : "f16");
-  }
+  if (!conform_round_claimed(ctx, bf16)) return CONFORM_UNSUPPORTED;
   double values[CONFORM_TIES];
   uint16_t want[CONFORM_TIES];
   size_t n = conform_tie_values(bf16, values);
@@ -119,11 +123,7 @@ static conform_result_t conform_round_cast(conform_ctx_t* ctx,
                                            const void* arg) {
   bool bf16 = arg != NULL;
   accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
-  accel_device_caps_t cap = bf16 ? ACCEL_DEVICE_CAP_BF16 : ACCEL_DEVICE_CAP_F16;
-  if ((ctx->info.caps & cap) == 0) {
-    return conform_report(ctx, CONFORM_UNSUPPORTED, "no %s",
-                          bf16 ? "bf16" : "f16");
-  }
+  if (!conform_round_claimed(ctx, bf16)) return CONFORM_UNSUPPORTED;
   // f16 ties between integers (2049 between 2048 and 2050, ...); bf16
   // ties, and integers above 2^24 that f32 rounds onto a bf16 tie.
   static const int32_t f16_ints[] = {2049,  2051,  -2049, 4098, 4102,  32785,
