@@ -10,6 +10,16 @@
 
 #define MiB ((size_t)1 << 20)
 
+// Queues a few hundred milliseconds of fills of all of `b` on `s`.
+static accel_status_t keep_busy(accel_stream_t* s, accel_buffer_t* b) {
+  size_t count = accel_buffer_size(b) / sizeof(float);
+  accel_status_t status = ACCEL_OK;
+  for (int i = 0; i < 40 && status == ACCEL_OK; i++) {
+    status = accel_op_fill(s, b, 0, ACCEL_DTYPE_F32, count, (double)i);
+  }
+  return status;
+}
+
 TEST(retry_waits_for_work_on_freed_memory) {
   accel_device_t* d = NULL;
   ASSERT_OK(accel_device_open("cpu:0", &d));
@@ -23,11 +33,7 @@ TEST(retry_waits_for_work_on_freed_memory) {
   ASSERT_OK(accel_stream_create(d, 0, &s));
   accel_buffer_t* a = NULL;
   ASSERT_OK(accel_buffer_create(d, 48 * MiB, &a));
-  // Long work on `a`: a few hundred milliseconds of fills.
-  size_t count = 48 * MiB / sizeof(float);
-  for (int i = 0; i < 40; i++) {
-    ASSERT_OK(accel_op_fill(s, a, 0, ACCEL_DTYPE_F32, count, (double)i));
-  }
+  ASSERT_OK(keep_busy(s, a));
   accel_buffer_release(a);  // still in use by `s`: pending, not free
 
   accel_buffer_t* b = NULL;
@@ -50,10 +56,7 @@ TEST(retry_waits_for_stream_pool) {
   ASSERT_OK(accel_stream_create(d, 0, &s));
   accel_buffer_t* a = NULL;
   ASSERT_OK(accel_stream_alloc_buffer(s, 48 * MiB, &a));
-  size_t count = 48 * MiB / sizeof(float);
-  for (int i = 0; i < 40; i++) {
-    ASSERT_OK(accel_op_fill(s, a, 0, ACCEL_DTYPE_F32, count, (double)i));
-  }
+  ASSERT_OK(keep_busy(s, a));
   accel_buffer_release(a);
   accel_buffer_t* b = NULL;
   ASSERT_OK(accel_buffer_create(d, 48 * MiB, &b));
