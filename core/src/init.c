@@ -84,7 +84,7 @@ bool accel__install_plugin_dir(char* out, size_t size) {
     accel__log(ACCEL_LOG_WARN,
                "cannot locate libaccel itself; the install "
                "plugin directory is not searched");
-    return true;
+    return false;
   }
   char real[PATH_MAX];
   if (realpath(info.dli_fname, real) == NULL) {
