@@ -298,12 +298,19 @@ void accel_cpu_stream_inline_end(accel_cpu_stream_t* stream, bool held,
 // or more.
 #define ACCEL_CPU_INLINE_BYTES ((size_t)1 << 20)
 #define ACCEL_CPU_INLINE_HOLD_BYTES ((size_t)64 << 10)
-// Elementwise ops of at most this many elements run inline (ops.c): one
-// pool chunk (kernels.c), which the worker too runs on one thread, so
-// inline loses no parallelism. f32 add, enqueue + synchronize per op:
-// 1 Ki elements 12 us queued / 0.27 us inline, 4-64 Ki 61-81 us / 0.7-10
-// us; 256 Ki (several chunks, ~40 us of work) is left to the worker.
-#define ACCEL_CPU_INLINE_ELEMENTS ((uint64_t)1 << 16)
+// Elementwise ops of at most this many elements run inline (ops.c), on
+// the calling thread and the pool's helpers: 1 Mi elements (4 MiB of f32
+// per operand, about 0.2-1 ms of work on 2 cores). Inline work loses no
+// parallelism (the caller takes the stream worker's place in the pool
+// job) and saves the hand-off to the worker and the wake-up of whoever
+// synchronises. Chosen with accel-bench (`--full --filter
+// 'elementwise/(add|scale|sum)/(1048576|4194304)$'`), two alternating
+// runs each on the 2-vCPU development VM at load 13-14 (so noisy),
+// accel / threaded loop: with 64 Ki elements (the earlier window) 1 MiB
+// ops 93-221%, 4 MiB 25-248%; with 1 Mi, 1 MiB 89-426%, 4 MiB 73-112%,
+// median better and the spread narrower. Earlier, at 1 Ki elements: 12 us
+// queued against 0.27 us inline per enqueue + synchronize.
+#define ACCEL_CPU_INLINE_ELEMENTS ((uint64_t)1 << 20)
 
 // device ops: stream_*.
 accel_status_t accel_cpu_stream_create(void* device, accel_stream_flags_t flags,
