@@ -19,7 +19,6 @@
 // Directory: $ACCEL_OPENCL_CACHE_DIR, else $XDG_CACHE_HOME/accel/opencl,
 // else $HOME/.cache/accel/opencl. ACCEL_OPENCL_CACHE=0 turns the cache off.
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,9 +227,11 @@ static unsigned char* accel_opencl_cache_read(const char* file, uint64_t key,
 // Writes `binary` to `file` through a temporary name and rename().
 static bool accel_opencl_cache_write(const char* file, uint64_t key,
                                      const void* binary, size_t size) {
+  // A unique temporary name: two devices of one process (or two
+  // processes) may write the same key at once.
   char tmp[ACCEL_OPENCL_TMP_SIZE];
-  snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", file, (long)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  snprintf(tmp, sizeof(tmp), "%s.XXXXXX", file);
+  int fd = mkstemp(tmp);
   if (fd < 0) return false;
   accel_opencl_cache_header_t header = {
       .magic = ACCEL_OPENCL_CACHE_MAGIC,
