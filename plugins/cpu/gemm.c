@@ -46,18 +46,11 @@ typedef struct accel_cpu_gemm_task {
   accel_cpu_gemm_engine_t engine;
 } accel_cpu_gemm_task_t;
 
-// One sgemm, as cblas row-major sees it, that gemm.c may split in tiles.
+// One f32 product (A, B and C all f32), as cblas row-major sees it, that
+// gemm.c may split in tiles for a single-threaded BLAS.
 typedef struct accel_cpu_sgemm {
   const accel_cpu_gemm_engine_t* engine;
-  bool trans_a, trans_b;
-  uint64_t m, n, k;
-  float alpha, beta;
-  const float* a;
-  uint64_t lda;
-  const float* b;
-  uint64_t ldb;
-  float* c;
-  uint64_t ldc;
+  accel_cpu_matmul_t mm;
   uint64_t tiles;
   bool split_rows;
 } accel_cpu_sgemm_t;
@@ -65,49 +58,47 @@ typedef struct accel_cpu_sgemm {
 static void accel_cpu_sgemm_tile(void* ctx, uint64_t index, uint32_t worker) {
   (void)worker;
   const accel_cpu_sgemm_t* s = ctx;
-  uint64_t extent = s->split_rows ? s->m : s->n;
+  const accel_cpu_matmul_t* mm = &s->mm;
+  uint64_t extent = s->split_rows ? mm->m : mm->n;
   uint64_t lo = extent * index / s->tiles, hi = extent * (index + 1) / s->tiles;
-  const float* a = s->a;
-  const float* b = s->b;
-  float* c = s->c;
-  uint64_t m = s->m, n = s->n;
+  const float* a = mm->a;
+  const float* b = mm->b;
+  float* c = mm->c;
+  uint64_t m = mm->m, n = mm->n;
   if (s->split_rows) {
-    a += s->trans_a ? lo : lo * s->lda;  // rows of op(A)
-    c += lo * s->ldc;
+    a += mm->trans_a ? lo : lo * mm->lda;  // rows of op(A)
+    c += lo * mm->ldc;
     m = hi - lo;
   } else {
-    b += s->trans_b ? lo * s->ldb : lo;  // columns of op(B)
+    b += mm->trans_b ? lo * mm->ldb : lo;  // columns of op(B)
     c += lo;
     n = hi - lo;
   }
   if (m == 0 || n == 0) return;
   s->engine->blas->sgemm(ACCEL_CPU_ROW_MAJOR,
-                 s->trans_a ? ACCEL_CPU_TRANS : ACCEL_CPU_NO_TRANS,
-                 s->trans_b ? ACCEL_CPU_TRANS : ACCEL_CPU_NO_TRANS, (int)m,
-                 (int)n, (int)s->k, s->alpha, a, (int)s->lda, b, (int)s->ldb,
-                 s->beta, c, (int)s->ldc);
+                         mm->trans_a ? ACCEL_CPU_TRANS : ACCEL_CPU_NO_TRANS,
+                         mm->trans_b ? ACCEL_CPU_TRANS : ACCEL_CPU_NO_TRANS,
+                         (int)m, (int)n, (int)mm->k, mm->alpha, a,
+                         (int)mm->lda, b, (int)mm->ldb, mm->beta, c,
+                         (int)mm->ldc);
 }
 
 static accel_status_t accel_cpu_sgemm_run(accel_cpu_pool_t* pool,
                                           accel_cpu_sgemm_t* s, char* message,
                                           size_t size) {
+  const accel_cpu_matmul_t* mm = &s->mm;
   if (s->engine->blas == NULL) {  // oneDNN: one f32 matmul, its threads
-    accel_cpu_matmul_t mm = {
-        .ab_dtype = ACCEL_DTYPE_F32, .c_dtype = ACCEL_DTYPE_F32,
-        .trans_a = s->trans_a, .trans_b = s->trans_b, .m = s->m, .n = s->n,
-        .k = s->k, .alpha = s->alpha, .beta = s->beta, .a = s->a,
-        .lda = s->lda, .b = s->b, .ldb = s->ldb, .c = s->c, .ldc = s->ldc};
-    return accel_cpu_onednn_gemm(s->engine->onednn, &mm, message, size);
+    return accel_cpu_onednn_gemm(s->engine->onednn, mm, message, size);
   }
   const accel_cpu_blas_t* blas = s->engine->blas;
   uint64_t width = accel_cpu_pool_width(pool);
-  s->split_rows = s->m >= s->n;
-  uint64_t extent = s->split_rows ? s->m : s->n;
+  s->split_rows = mm->m >= mm->n;
+  uint64_t extent = s->split_rows ? mm->m : mm->n;
   // Tiles of at most INT_MAX rows or columns, one per pool thread when
   // the BLAS is single-threaded and the product is worth splitting.
   uint64_t tiles = (extent + INT_MAX - 1) / INT_MAX;
   if (!blas->threaded &&
-      (double)s->m * (double)s->n * (double)s->k >=
+      (double)mm->m * (double)mm->n * (double)mm->k >=
           (double)ACCEL_CPU_GEMM_SPLIT_FLOPS &&
       tiles < width) {
     tiles = extent < width ? extent : width;
@@ -283,19 +274,21 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
     accel_cpu_rows_convert(pool, &ra);
     accel_cpu_rows_convert(pool, &rb);
     accel_cpu_sgemm_t s = {.engine = e,
-                           .trans_a = g->trans_a,
-                           .trans_b = g->trans_b,
-                           .m = g->m,
-                           .n = g->n,
-                           .k = kb,
-                           .alpha = (float)g->alpha,
-                           .beta = k0 == 0 ? (float)g->beta : 1.0f,
-                           .a = a32,
-                           .lda = ra.ldf,
-                           .b = b32,
-                           .ldb = rb.ldf,
-                           .c = c32,
-                           .ldc = ldc32};
+                           .mm = {.ab_dtype = ACCEL_DTYPE_F32,
+                                  .c_dtype = ACCEL_DTYPE_F32,
+                                  .trans_a = g->trans_a,
+                                  .trans_b = g->trans_b,
+                                  .m = g->m,
+                                  .n = g->n,
+                                  .k = kb,
+                                  .alpha = (float)g->alpha,
+                                  .beta = k0 == 0 ? (float)g->beta : 1.0f,
+                                  .a = a32,
+                                  .lda = ra.ldf,
+                                  .b = b32,
+                                  .ldb = rb.ldf,
+                                  .c = c32,
+                                  .ldc = ldc32}};
     status = accel_cpu_sgemm_run(pool, &s, message, size);
   }
   if (c_half && status == ACCEL_OK) {
@@ -338,19 +331,21 @@ accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
     const float* a = g->a;
     const float* b = g->b;
     accel_cpu_sgemm_t s = {.engine = e,
-                           .trans_a = g->trans_a,
-                           .trans_b = g->trans_b,
-                           .m = g->m,
-                           .n = g->n,
-                           .k = kb,
-                           .alpha = (float)g->alpha,
-                           .beta = k0 == 0 ? (float)g->beta : 1.0f,
-                           .a = g->trans_a ? a + k0 * g->lda : a + k0,
-                           .lda = g->lda,
-                           .b = g->trans_b ? b + k0 : b + k0 * g->ldb,
-                           .ldb = g->ldb,
-                           .c = g->c,
-                           .ldc = g->ldc};
+                           .mm = {.ab_dtype = ACCEL_DTYPE_F32,
+                                  .c_dtype = ACCEL_DTYPE_F32,
+                                  .trans_a = g->trans_a,
+                                  .trans_b = g->trans_b,
+                                  .m = g->m,
+                                  .n = g->n,
+                                  .k = kb,
+                                  .alpha = (float)g->alpha,
+                                  .beta = k0 == 0 ? (float)g->beta : 1.0f,
+                                  .a = g->trans_a ? a + k0 * g->lda : a + k0,
+                                  .lda = g->lda,
+                                  .b = g->trans_b ? b + k0 : b + k0 * g->ldb,
+                                  .ldb = g->ldb,
+                                  .c = g->c,
+                                  .ldc = g->ldc}};
     status = accel_cpu_sgemm_run(pool, &s, message, size);
   }
   return status;
