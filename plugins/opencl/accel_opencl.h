@@ -151,7 +151,7 @@ typedef struct accel_opencl_plugin {
   uint32_t device_count;
   cl_platform_id* device_platforms;  // [device_count]
   cl_device_id* device_ids;          // [device_count]
-  cl_context* platform_contexts;     // one per platform, created lazily
+  cl_context* platform_contexts;  // [context_count], created at first open
   uint32_t platform_count;
   // Which platform_contexts slot each device uses: its platform's, or its
   // own with ACCEL_OPENCL_CONTEXTS=device (tests: cross-context paths).

@@ -25,8 +25,7 @@ static accel_status_t accel_opencl_discover(accel_opencl_plugin_t* plugin) {
   if (mode != NULL && mode[0] != '\0' && !per_device &&
       strcmp(mode, "platform") != 0) {
     snprintf(plugin->icd_error, sizeof(plugin->icd_error),
-             "ACCEL_OPENCL_CONTEXTS=%s: expected 'platform' or 'device'",
-             mode);
+             "ACCEL_OPENCL_CONTEXTS=%s: expected 'platform' or 'device'", mode);
     return ACCEL_ERROR_INVALID_ARGUMENT;
   }
   cl_uint count = 0;
@@ -52,8 +51,8 @@ static accel_status_t accel_opencl_discover(accel_opencl_plugin_t* plugin) {
   plugin->platform_count = count;
   for (cl_uint p = 0; p < count; p++) {
     cl_uint n = 0;
-    err = cl->clGetDeviceIDs(plugin->platforms[p], CL_DEVICE_TYPE_ALL, 0,
-                             NULL, &n);
+    err = cl->clGetDeviceIDs(plugin->platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL,
+                             &n);
     if (err == CL_DEVICE_NOT_FOUND || n == 0) continue;  // an empty platform
     uint32_t have = plugin->device_count;
     cl_device_id* ids = realloc(plugin->device_ids, (have + n) * sizeof(*ids));
@@ -66,8 +65,8 @@ static accel_status_t accel_opencl_discover(accel_opencl_plugin_t* plugin) {
     if (slots != NULL) plugin->device_contexts = slots;
     err = ids == NULL || owners == NULL || slots == NULL
               ? CL_OUT_OF_HOST_MEMORY
-              : cl->clGetDeviceIDs(plugin->platforms[p], CL_DEVICE_TYPE_ALL,
-                                   n, ids + have, NULL);
+              : cl->clGetDeviceIDs(plugin->platforms[p], CL_DEVICE_TYPE_ALL, n,
+                                   ids + have, NULL);
     if (err != CL_SUCCESS) {
       snprintf(plugin->icd_error, sizeof(plugin->icd_error),
                "clGetDeviceIDs: %s", accel_opencl_error_name(err));
@@ -93,9 +92,8 @@ static accel_status_t accel_opencl_discover(accel_opencl_plugin_t* plugin) {
 }
 
 void accel_opencl_devices_release(accel_opencl_plugin_t* plugin) {
-  for (uint32_t i = 0; plugin->platform_contexts != NULL &&
-                       i < plugin->context_count;
-       i++) {
+  for (uint32_t i = 0;
+       plugin->platform_contexts != NULL && i < plugin->context_count; i++) {
     if (plugin->platform_contexts[i] != NULL) {
       plugin->cl.clReleaseContext(plugin->platform_contexts[i]);
     }
@@ -243,7 +241,7 @@ static void accel_opencl_read_features(accel_opencl_device_t* device,
            device->opencl_c_minor);
   accel_opencl_feature(p->features, sizeof(p->features), text);
   static const char* const kExtensions[] = {
-      "cl_khr_fp16", "cl_khr_fp64", "cl_khr_il_program",
+      "cl_khr_fp16",           "cl_khr_fp64",      "cl_khr_il_program",
       "cl_khr_command_buffer", "cl_khr_subgroups", "cl_khr_int64_base_atomics"};
   for (size_t i = 0; i < sizeof(kExtensions) / sizeof(kExtensions[0]); i++) {
     if (accel_opencl_has_word(ext, kExtensions[i])) {
@@ -309,7 +307,8 @@ static void accel_opencl_read_props(accel_opencl_device_t* device,
   cl_command_queue_properties queue = 0;
   accel_opencl_info(device, CL_DEVICE_QUEUE_PROPERTIES, &queue, sizeof(queue));
   p->caps = ACCEL_DEVICE_CAP_PINNED_MEMORY;
-  if (queue & CL_QUEUE_PROFILING_ENABLE) p->caps |= ACCEL_DEVICE_CAP_EVENT_TIMING;
+  if (queue & CL_QUEUE_PROFILING_ENABLE)
+    p->caps |= ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (shares_context) p->caps |= ACCEL_DEVICE_CAP_PEER_ACCESS;
   cl_bool compiler = CL_FALSE;
   accel_opencl_info(device, CL_DEVICE_COMPILER_AVAILABLE, &compiler,

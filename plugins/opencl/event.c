@@ -38,8 +38,8 @@ accel_status_t accel_opencl_event_create(void* device_ptr,
   accel_opencl_event_t* event = calloc(1, sizeof(*event));
   if (event == NULL || pthread_mutex_init(&event->mutex, NULL) != 0) {
     free(event);
-    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
-                      "opencl:%u: event state", device->index);
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "opencl:%u: event state",
+                      device->index);
   }
   event->device = device;
   event->flags = flags;

@@ -79,9 +79,8 @@ accel_status_t accel_opencl_mem_view(accel_opencl_device_t* device,
   }
   cl_buffer_region region = {.origin = offset, .size = mem->size - offset};
   cl_int err = CL_SUCCESS;
-  *out = device->cl->clCreateSubBuffer(mem->mem, CL_MEM_READ_WRITE,
-                                       CL_BUFFER_CREATE_TYPE_REGION, &region,
-                                       &err);
+  *out = device->cl->clCreateSubBuffer(
+      mem->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
   return accel_opencl_check(device->host, err, "clCreateSubBuffer");
 }
 
@@ -96,24 +95,24 @@ accel_status_t accel_opencl_host_alloc(void* device_ptr, size_t size,
                               "opencl:%u: pinned block", device->index);
   }
   cl_int err = CL_SUCCESS;
-  block->mem = cl->clCreateBuffer(
-      device->context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, size, NULL,
-      &err);
+  block->mem = cl->clCreateBuffer(device->context,
+                                  CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                  size, NULL, &err);
   if (err == CL_SUCCESS) {
-    block->ptr = cl->clEnqueueMapBuffer(
-        device->sync_queue, block->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
-        size, 0, NULL, NULL, &err);
+    block->ptr = cl->clEnqueueMapBuffer(device->sync_queue, block->mem, CL_TRUE,
+                                        CL_MAP_READ | CL_MAP_WRITE, 0, size, 0,
+                                        NULL, NULL, &err);
     if (err != CL_SUCCESS) cl->clReleaseMemObject(block->mem);
   }
   if (err != CL_SUCCESS) {
     free(block);
     // Pinned memory comes from the host: a failure is host memory.
-    return device->host->fail(
-        device->host,
-        err == CL_INVALID_BUFFER_SIZE ? ACCEL_ERROR_INVALID_ARGUMENT
-                                      : ACCEL_ERROR_OUT_OF_MEMORY,
-        "opencl:%u: pinned %zu bytes: %s", device->index, size,
-        accel_opencl_error_name(err));
+    return device->host->fail(device->host,
+                              err == CL_INVALID_BUFFER_SIZE
+                                  ? ACCEL_ERROR_INVALID_ARGUMENT
+                                  : ACCEL_ERROR_OUT_OF_MEMORY,
+                              "opencl:%u: pinned %zu bytes: %s", device->index,
+                              size, accel_opencl_error_name(err));
   }
   pthread_mutex_lock(&device->mutex);
   block->next = device->pinned;
@@ -186,9 +185,9 @@ accel_status_t accel_opencl_copy_d2h(void* device_ptr, void* stream_ptr,
   accel_opencl_stream_t* stream = stream_ptr;
   cl_event event = NULL;
   cl_int err = device->cl->clEnqueueReadBuffer(
-      accel_opencl_queue(device, stream),
-      ((const accel_opencl_mem_t*)src)->mem, stream == NULL, src_offset, size,
-      dst, 0, NULL, stream != NULL ? &event : NULL);
+      accel_opencl_queue(device, stream), ((const accel_opencl_mem_t*)src)->mem,
+      stream == NULL, src_offset, size, dst, 0, NULL,
+      stream != NULL ? &event : NULL);
   return accel_opencl_done(device, stream, err, event, "clEnqueueReadBuffer");
 }
 
@@ -263,8 +262,8 @@ accel_status_t accel_opencl_copy_d2d(void* device_ptr, void* stream_ptr,
     return accel_opencl_move(device, stream_ptr, d, dst_offset, src_offset,
                              size);
   }
-  return accel_opencl_copy_one(device, stream_ptr, d, dst_offset, s,
-                               src_offset, size);
+  return accel_opencl_copy_one(device, stream_ptr, d, dst_offset, s, src_offset,
+                               size);
 }
 
 // A peer copy between contexts (two platforms): through host memory, after
@@ -311,8 +310,8 @@ accel_status_t accel_opencl_copy_peer(void* device_ptr, void* stream_ptr,
   }
   // Buffers belong to the context, so one copy moves data between its
   // devices (the runtime migrates the source as needed).
-  return accel_opencl_copy_one(device, stream_ptr, d, dst_offset, s,
-                               src_offset, size);
+  return accel_opencl_copy_one(device, stream_ptr, d, dst_offset, s, src_offset,
+                               size);
 }
 
 accel_status_t accel_opencl_memset(void* device_ptr, void* stream_ptr,

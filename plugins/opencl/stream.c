@@ -52,8 +52,8 @@ static void accel_opencl_stream_failed(accel_opencl_stream_t* stream,
                                        cl_event event, cl_int status) {
   if (stream->error != ACCEL_OK) return;
   cl_command_type type = 0;
-  stream->device->cl->clGetEventInfo(event, CL_EVENT_COMMAND_TYPE,
-                                     sizeof(type), &type, NULL);
+  stream->device->cl->clGetEventInfo(event, CL_EVENT_COMMAND_TYPE, sizeof(type),
+                                     &type, NULL);
   stream->error = status == CL_OUT_OF_HOST_MEMORY ? ACCEL_ERROR_OUT_OF_MEMORY
                                                   : ACCEL_ERROR_DEVICE_LOST;
   snprintf(stream->error_message, sizeof(stream->error_message),
@@ -66,8 +66,7 @@ static void accel_opencl_stream_failed(accel_opencl_stream_t* stream,
 // `all` the whole list goes (after clFinish). Returns whether every
 // remaining event is complete (i.e. the list is now empty). Under
 // stream->mutex.
-static bool accel_opencl_stream_prune(accel_opencl_stream_t* stream,
-                                      bool all) {
+static bool accel_opencl_stream_prune(accel_opencl_stream_t* stream, bool all) {
   const accel_opencl_api_t* cl = stream->device->cl;
   size_t kept = 0;
   for (size_t i = 0; i < stream->pending_count; i++) {

@@ -13,20 +13,20 @@
 #include <time.h>
 
 #include "accel_opencl.h"
+#include "opencl/test_opencl_plugin.h"
 #include "test.h"
 #include "test_host.h"
-#include "opencl/test_opencl_plugin.h"
 
 // Opens device 0 of a fresh plugin state or skips the test.
-#define OPEN_OR_SKIP(fx)                                                   \
-  do {                                                                     \
-    const accel_plugin_t* desc_ = ocl_descriptor();                       \
-    ASSERT_NOT_NULL(desc_);                                                \
-    OCL_ASSERT_OK(ocl_load(desc_, &(fx)));                                 \
-    if (!ocl_open_device(&(fx), 0)) {                                      \
-      ocl_unload(&(fx));                                                   \
-      SKIP("no OpenCL device");                                            \
-    }                                                                      \
+#define OPEN_OR_SKIP(fx)                            \
+  do {                                              \
+    const accel_plugin_t* desc_ = ocl_descriptor(); \
+    ASSERT_NOT_NULL(desc_);                         \
+    OCL_ASSERT_OK(ocl_load(desc_, &(fx)));          \
+    if (!ocl_open_device(&(fx), 0)) {               \
+      ocl_unload(&(fx));                            \
+      SKIP("no OpenCL device");                     \
+    }                                               \
   } while (0)
 
 // Makes `stream`'s queue wait for a new user event, which is returned.
@@ -121,8 +121,7 @@ TEST(sticky_async_error) {
     OCL_ASSERT_STATUS(fx.ops->stream_synchronize(stream),
                       ACCEL_ERROR_DEVICE_LOST);
   }
-  OCL_ASSERT_STATUS(fx.ops->event_synchronize(event),
-                    ACCEL_ERROR_DEVICE_LOST);
+  OCL_ASSERT_STATUS(fx.ops->event_synchronize(event), ACCEL_ERROR_DEVICE_LOST);
   fx.ops->event_destroy(event);
   fx.ops->stream_destroy(stream);
   fx.ops->mem_free(device, mem);

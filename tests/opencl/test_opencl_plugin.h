@@ -4,8 +4,7 @@
 // (ACCEL_OPENCL_PLUGIN_FILE, set by CMake) through its descriptor with the
 // test host table (tests/test_host.h), without libaccel: open the plugin,
 // count and open a device, and assertions that print the message the
-// plugin recorded. Header-only: every definition is static. Include after
-// test.h and test_host.h.
+// plugin recorded. Header-only: every definition is static.
 #ifndef ACCEL_TESTS_OPENCL_TEST_OPENCL_PLUGIN_H_
 #define ACCEL_TESTS_OPENCL_TEST_OPENCL_PLUGIN_H_
 
@@ -15,13 +14,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test.h"
+#include "test_host.h"
+
 // Asserts a plugin call returned `status`, printing the plugin's message.
-#define OCL_ASSERT_STATUS(call, status)                                    \
-  do {                                                                     \
-    int s_ = (int)(call);                                                  \
-    if (s_ != (int)(status))                                               \
+#define OCL_ASSERT_STATUS(call, status)                                     \
+  do {                                                                      \
+    int s_ = (int)(call);                                                   \
+    if (s_ != (int)(status))                                                \
       TEST_FAIL_AT_("%s returned %d, expected %s (%s)", #call, s_, #status, \
-                    test_host_message);                                    \
+                    test_host_message);                                     \
   } while (0)
 #define OCL_ASSERT_OK(call) OCL_ASSERT_STATUS(call, ACCEL_OK)
 
@@ -47,8 +49,7 @@ typedef struct ocl_fixture {
 } ocl_fixture_t;
 
 // Loads a fresh plugin state from `desc`.
-static accel_status_t ocl_load(const accel_plugin_t* desc,
-                               ocl_fixture_t* fx) {
+static accel_status_t ocl_load(const accel_plugin_t* desc, ocl_fixture_t* fx) {
   memset(fx, 0, sizeof(*fx));
   fx->desc = desc;
   fx->ops = desc->device_ops;

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "opencl/test_opencl_plugin.h"
 #include "test.h"
 #include "test_host.h"
-#include "opencl/test_opencl_plugin.h"
 
 // Whether a library whose path contains `name` is mapped in this process.
 static bool mapped(const char* name) {
@@ -119,13 +119,13 @@ TEST(bad_contexts_variable) {
 }
 
 // Opens device `index` of a fresh plugin state or skips the test.
-#define OPEN_OR_SKIP(fx, index)                                        \
-  do {                                                                 \
-    OCL_ASSERT_OK(ocl_load(ocl_descriptor(), &(fx)));                  \
-    if (!ocl_open_device(&(fx), (index))) {                            \
-      ocl_unload(&(fx));                                               \
-      SKIP("no OpenCL device %u", (unsigned)(index));                  \
-    }                                                                  \
+#define OPEN_OR_SKIP(fx, index)                       \
+  do {                                                \
+    OCL_ASSERT_OK(ocl_load(ocl_descriptor(), &(fx))); \
+    if (!ocl_open_device(&(fx), (index))) {           \
+      ocl_unload(&(fx));                              \
+      SKIP("no OpenCL device %u", (unsigned)(index)); \
+    }                                                 \
   } while (0)
 
 TEST(props) {
@@ -135,8 +135,8 @@ TEST(props) {
   memset(&p, 0, sizeof(p));
   p.struct_size = sizeof(p);
   OCL_ASSERT_OK(fx.ops->query_props(fx.device, &p));
-  printf("  %s | %s | %s | %s | %s\n", p.name, p.platform, p.arch,
-         p.features, p.driver_version);
+  printf("  %s | %s | %s | %s | %s\n", p.name, p.platform, p.arch, p.features,
+         p.driver_version);
   ASSERT_EQ(p.struct_size, sizeof(p));
   ASSERT(p.name[0] != '\0' && p.platform[0] != '\0');
   ASSERT(strncmp(p.arch, "opencl-", 7) == 0);
@@ -226,8 +226,8 @@ TEST(overlapping_moves) {
   // {dst, src, size}: far apart (a few pieces) and close (a temporary),
   // both directions, unaligned sizes.
   static const size_t kCases[][3] = {
-      {0, 300, 1000}, {300, 0, 1000},  {0, 1, 5000},   {1, 0, 5000},
-      {17, 5, 4099},  {5, 17, 4099},   {0, 4000, 4192}, {4000, 0, 4192},
+      {0, 300, 1000}, {300, 0, 1000}, {0, 1, 5000},    {1, 0, 5000},
+      {17, 5, 4099},  {5, 17, 4099},  {0, 4000, 4192}, {4000, 0, 4192},
   };
   void *mem = NULL, *stream = NULL;
   OCL_ASSERT_OK(fx.ops->mem_alloc(fx.device, N, &mem));
