@@ -29,9 +29,11 @@
 
 // Largest cached binary read back; a larger file is ignored.
 #define ACCEL_OPENCL_CACHE_MAX ((uint64_t)256 << 20)
-// Characters of the build log kept in an error message (the core's
-// message buffer holds 1 KiB).
-#define ACCEL_OPENCL_LOG_KEEP 700
+// Characters of a long build log kept in an error message (the core's
+// message buffer holds 1 KiB): its start, where the first error is, and
+// its end, which says how many errors there were.
+#define ACCEL_OPENCL_LOG_HEAD 560
+#define ACCEL_OPENCL_LOG_TAIL 140
 // Cache file header: magic, format version, key hash, binary size.
 #define ACCEL_OPENCL_CACHE_MAGIC 0x4c43434fu  // "OCCL"
 #define ACCEL_OPENCL_CACHE_FORMAT 1u
@@ -53,9 +55,8 @@ typedef struct accel_opencl_cache_header {
 
 // Fails with the device's build log of `program` (or the error's name when
 // there is none): INVALID_ARGUMENT for a compile error, otherwise the
-// status accel_opencl_check gives. The log is trimmed to its last
-// ACCEL_OPENCL_LOG_KEEP characters (the first error often comes last in a
-// long log of warnings, but the end names what failed).
+// status accel_opencl_check gives. A long log keeps its first
+// ACCEL_OPENCL_LOG_HEAD and last ACCEL_OPENCL_LOG_TAIL characters.
 static accel_status_t accel_opencl_build_failed(accel_opencl_device_t* device,
                                                 cl_program program,
                                                 cl_int err, const char* what) {
@@ -86,15 +87,20 @@ static accel_status_t accel_opencl_build_failed(accel_opencl_device_t* device,
   size_t len = strlen(log);
   while (len > 0 && (log[len - 1] == '\n' || log[len - 1] == ' ')) len--;
   log[len] = '\0';
-  const char* shown = log;
-  if (len > ACCEL_OPENCL_LOG_KEEP) shown = log + len - ACCEL_OPENCL_LOG_KEEP;
   accel_status_t status =
       err == CL_BUILD_PROGRAM_FAILURE || err == CL_INVALID_BUILD_OPTIONS
           ? ACCEL_ERROR_INVALID_ARGUMENT
           : ACCEL_ERROR_BACKEND;
-  host->fail(host, status, "%s: %s; build log%s:\n%s", what,
-             accel_opencl_error_name(err),
-             shown != log ? " (last part)" : "", shown);
+  const char* name = accel_opencl_error_name(err);
+  if (len <= ACCEL_OPENCL_LOG_HEAD + ACCEL_OPENCL_LOG_TAIL + 64) {
+    host->fail(host, status, "%s: %s; build log:\n%s", what, name, log);
+  } else {
+    host->fail(host, status,
+               "%s: %s; build log:\n%.*s\n[... %zu characters ...]\n%s",
+               what, name, ACCEL_OPENCL_LOG_HEAD, log,
+               len - ACCEL_OPENCL_LOG_HEAD - ACCEL_OPENCL_LOG_TAIL,
+               log + len - ACCEL_OPENCL_LOG_TAIL);
+  }
   free(log);
   return status;
 }

@@ -607,6 +607,19 @@ TEST(jit_error_carries_build_log) {
   printf("  %s\n", accel_last_error());
   ASSERT_STR_CONTAINS(accel_last_error(), "no_such_identifier");
   ASSERT_NULL(module);
+  // A long log keeps its start (the first error) and its end.
+  char many[4096] = "kernel void broken(global int* p) {\n";
+  for (int i = 0; i < 40; i++) {
+    char line[64];
+    snprintf(line, sizeof(line), "  p[%d] = undeclared_number_%d;\n", i, i);
+    strcat(many, line);
+  }
+  strcat(many, "}\n");
+  ASSERT_STATUS(accel_module_create(ocl.device, many, strlen(many), &module),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  printf("  long log: %s\n", accel_last_error());
+  ASSERT_STR_CONTAINS(accel_last_error(), "undeclared_number_0'");
+  ASSERT_STR_CONTAINS(accel_last_error(), "characters ...]");
 }
 
 TEST(spirv_and_garbage_images) {
