@@ -84,10 +84,11 @@ static accel_status_t accel_opencl_gemm_kernel(accel_opencl_stream_t* stream,
       {sizeof(ct), &ct},   {sizeof(alpha), &alpha}, {sizeof(beta), &beta},
       {sizeof(beta_zero), &beta_zero},
   };
-  size_t ts = b->gemm_tile;
-  size_t global[2] = {(size_t)((g->n + ts - 1) / ts * ts),
-                      (size_t)((g->m + ts - 1) / ts * ts)};
-  size_t local[2] = {ts, ts};
+  // Work-groups of wg x wg items, each computing a 4wg x 4wg tile of C.
+  size_t wg = b->gemm_tile, tile = 4 * wg;
+  size_t global[2] = {(size_t)((g->n + tile - 1) / tile * wg),
+                      (size_t)((g->m + tile - 1) / tile * wg)};
+  size_t local[2] = {wg, wg};
   return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_GEMM],
                                  args, 19, 2, global, local, "op_gemm");
 }
