@@ -27,16 +27,12 @@ typedef int (*accel_clblast_sgemm_fn)(int layout, int a_transpose,
                                       size_t a_offset, size_t a_ld, cl_mem b,
                                       size_t b_offset, size_t b_ld, float beta,
                                       cl_mem c, size_t c_offset, size_t c_ld,
-                                      cl_command_queue* queue,
-                                      cl_event* event);
-typedef int (*accel_clblast_hgemm_fn)(int layout, int a_transpose,
-                                      int b_transpose, size_t m, size_t n,
-                                      size_t k, cl_half alpha, cl_mem a,
-                                      size_t a_offset, size_t a_ld, cl_mem b,
-                                      size_t b_offset, size_t b_ld,
-                                      cl_half beta, cl_mem c, size_t c_offset,
-                                      size_t c_ld, cl_command_queue* queue,
-                                      cl_event* event);
+                                      cl_command_queue* queue, cl_event* event);
+typedef int (*accel_clblast_hgemm_fn)(
+    int layout, int a_transpose, int b_transpose, size_t m, size_t n, size_t k,
+    cl_half alpha, cl_mem a, size_t a_offset, size_t a_ld, cl_mem b,
+    size_t b_offset, size_t b_ld, cl_half beta, cl_mem c, size_t c_offset,
+    size_t c_ld, cl_command_queue* queue, cl_event* event);
 
 typedef struct accel_opencl_clblast {
   void* library;
@@ -105,8 +101,8 @@ int accel_opencl_clblast_gemm(accel_opencl_plugin_t* plugin, uint32_t dtype,
   *out_event = NULL;
   if (dtype == ACCEL_DTYPE_F32) {
     return cb->sgemm(ACCEL_CLBLAST_LAYOUT_ROW_MAJOR, ta, tb, m, n, k,
-                     (float)alpha, a, a_off, lda, b, b_off, ldb, (float)beta,
-                     c, c_off, ldc, &queue, out_event);
+                     (float)alpha, a, a_off, lda, b, b_off, ldb, (float)beta, c,
+                     c_off, ldc, &queue, out_event);
   }
   if (cb->hgemm == NULL) return CL_INVALID_OPERATION;
   cl_half ha = accel_plugin_f64_to_f16(alpha);

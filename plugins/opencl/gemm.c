@@ -55,9 +55,8 @@ static accel_status_t accel_opencl_gemm_blas(accel_opencl_stream_t* stream,
   host->log(host, ACCEL_LOG_WARN,
             "CLBlast %sgemm %llux%llux%llu failed with status %d; "
             "using the plugin's GEMM kernel",
-            g->a_dtype == ACCEL_DTYPE_F32 ? "S" : "H",
-            (unsigned long long)g->m, (unsigned long long)g->n,
-            (unsigned long long)g->k, code);
+            g->a_dtype == ACCEL_DTYPE_F32 ? "S" : "H", (unsigned long long)g->m,
+            (unsigned long long)g->n, (unsigned long long)g->k, code);
   return ACCEL_ERROR_UNSUPPORTED;
 }
 
@@ -76,12 +75,24 @@ static accel_status_t accel_opencl_gemm_kernel(accel_opencl_stream_t* stream,
   cl_uint abt = g->a_dtype, ct = g->c_dtype, beta_zero = g->beta == 0.0;
   cl_float alpha = (cl_float)g->alpha, beta = (cl_float)g->beta;
   const accel_opencl_karg_t args[] = {
-      {sizeof(m), &m},     {sizeof(n), &n},         {sizeof(k), &k},
-      {sizeof(am), &am},   {sizeof(ao), &ao},       {sizeof(lda), &lda},
-      {sizeof(ta), &ta},   {sizeof(bm), &bm},       {sizeof(bo), &bo},
-      {sizeof(ldb), &ldb}, {sizeof(tb), &tb},       {sizeof(cm), &cm},
-      {sizeof(co), &co},   {sizeof(ldc), &ldc},     {sizeof(abt), &abt},
-      {sizeof(ct), &ct},   {sizeof(alpha), &alpha}, {sizeof(beta), &beta},
+      {sizeof(m), &m},
+      {sizeof(n), &n},
+      {sizeof(k), &k},
+      {sizeof(am), &am},
+      {sizeof(ao), &ao},
+      {sizeof(lda), &lda},
+      {sizeof(ta), &ta},
+      {sizeof(bm), &bm},
+      {sizeof(bo), &bo},
+      {sizeof(ldb), &ldb},
+      {sizeof(tb), &tb},
+      {sizeof(cm), &cm},
+      {sizeof(co), &co},
+      {sizeof(ldc), &ldc},
+      {sizeof(abt), &abt},
+      {sizeof(ct), &ct},
+      {sizeof(alpha), &alpha},
+      {sizeof(beta), &beta},
       {sizeof(beta_zero), &beta_zero},
   };
   // Work-groups of wg x wg items, each computing a 4wg x 4wg tile of C.
@@ -89,8 +100,8 @@ static accel_status_t accel_opencl_gemm_kernel(accel_opencl_stream_t* stream,
   size_t global[2] = {(size_t)((g->n + tile - 1) / tile * wg),
                       (size_t)((g->m + tile - 1) / tile * wg)};
   size_t local[2] = {wg, wg};
-  return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_GEMM],
-                                 args, 19, 2, global, local, "op_gemm");
+  return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_GEMM], args,
+                                 19, 2, global, local, "op_gemm");
 }
 
 accel_status_t accel_opencl_op_gemm(void* device, void* stream,

@@ -86,14 +86,13 @@ accel_status_t accel_opencl_module_load(void* device, const void* image,
                           "32-bit words)",
                           size);
     } else {
-      status = accel_opencl_program_build_il(d, image, size,
-                                             "module_load (SPIR-V)",
-                                             &module->program);
+      status = accel_opencl_program_build_il(
+          d, image, size, "module_load (SPIR-V)", &module->program);
     }
   } else if (accel_opencl_is_text(image, size)) {
-    status = accel_opencl_program_build(d, image, size, NULL, false,
-                                        "module_load (OpenCL C)",
-                                        &module->program);
+    status =
+        accel_opencl_program_build(d, image, size, NULL, false,
+                                   "module_load (OpenCL C)", &module->program);
   } else {
     status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                         "module_load: the image is neither OpenCL C source "
@@ -127,8 +126,7 @@ void accel_opencl_module_unload(void* module) {
 
 // Creates the function `name` of `m`; the caller holds m->mutex.
 static accel_status_t accel_opencl_function_create(
-    accel_opencl_module_t* m, const char* name,
-    accel_opencl_function_t** out) {
+    accel_opencl_module_t* m, const char* name, accel_opencl_function_t** out) {
   const accel_opencl_api_t* cl = m->device->cl;
   const accel_host_t* host = m->device->host;
   cl_int err = CL_SUCCESS;
@@ -148,10 +146,9 @@ static accel_status_t accel_opencl_function_create(
   if (f == NULL || pthread_mutex_init(&f->kernel.mutex, NULL) != 0) {
     free(f);
     cl->clReleaseKernel(kernel);
-    return err != CL_SUCCESS
-               ? accel_opencl_check(host, err, "clGetKernelInfo")
-               : host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
-                            "module_function: %s", name);
+    return err != CL_SUCCESS ? accel_opencl_check(host, err, "clGetKernelInfo")
+                             : host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                                          "module_function: %s", name);
   }
   f->module = m;
   f->kernel.kernel = kernel;

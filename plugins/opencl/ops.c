@@ -73,8 +73,8 @@ accel_status_t accel_opencl_kernel_run(accel_opencl_stream_t* stream,
       pthread_mutex_unlock(&kernel->mutex);
       accel_status_t status = accel_opencl_check(host, err, "clSetKernelArg");
       return host->fail(host, status,
-                        "%s: argument %u (%zu bytes): clSetKernelArg: %s",
-                        what, i, args[i].size, accel_opencl_error_name(err));
+                        "%s: argument %u (%zu bytes): clSetKernelArg: %s", what,
+                        i, args[i].size, accel_opencl_error_name(err));
     }
   }
   err = cl->clEnqueueNDRangeKernel(stream->queue, kernel->kernel, dims, NULL,
@@ -103,17 +103,17 @@ static void accel_opencl_builtins_clear(accel_opencl_device_t* device,
 
 // Builds the program and its kernels into `b`; on failure releases what
 // it made and returns the status (the message is the thread's error).
-static accel_status_t accel_opencl_builtins_build(
-    accel_opencl_device_t* device, accel_opencl_builtins_t* b) {
+static accel_status_t accel_opencl_builtins_build(accel_opencl_device_t* device,
+                                                  accel_opencl_builtins_t* b) {
   const accel_host_t* host = device->host;
   // 16 x 16 GEMM tiles need work-groups of 256.
   b->gemm_tile = device->props.max_threads_per_block >= 256 ? 16 : 8;
   char options[64];
   snprintf(options, sizeof(options), "-DACCEL_GEMM_TS=%u", b->gemm_tile);
-  accel_status_t status = accel_opencl_program_build(
-      device, (const char*)accel_opencl_ops_source,
-      accel_opencl_ops_source_size, options, true, "built-in kernels",
-      &b->program);
+  accel_status_t status =
+      accel_opencl_program_build(device, (const char*)accel_opencl_ops_source,
+                                 accel_opencl_ops_source_size, options, true,
+                                 "built-in kernels", &b->program);
   for (int i = 0; status == ACCEL_OK && i < ACCEL_OPENCL_K_COUNT; i++) {
     cl_int err = CL_SUCCESS;
     cl_kernel k = device->cl->clCreateKernel(
@@ -183,7 +183,8 @@ void accel_opencl_builtins_release(accel_opencl_device_t* device) {
 
 // Global size of a grid-stride kernel over `count` elements.
 static size_t accel_opencl_global(uint64_t count) {
-  uint64_t g = count < ACCEL_OPENCL_MAX_GLOBAL ? count : ACCEL_OPENCL_MAX_GLOBAL;
+  uint64_t g =
+      count < ACCEL_OPENCL_MAX_GLOBAL ? count : ACCEL_OPENCL_MAX_GLOBAL;
   return (size_t)((g + 63) / 64 * 64);
 }
 
@@ -227,13 +228,13 @@ accel_status_t accel_opencl_op_cast(void* device, void* stream, void* dst,
   cl_uint dt = dst_dtype, st = src_dtype;
   cl_ulong n = count;
   const accel_opencl_karg_t args[] = {
-      {sizeof(dm), &dm},   {sizeof(doff), &doff}, {sizeof(dt), &dt},
-      {sizeof(sm), &sm},   {sizeof(soff), &soff}, {sizeof(st), &st},
+      {sizeof(dm), &dm}, {sizeof(doff), &doff}, {sizeof(dt), &dt},
+      {sizeof(sm), &sm}, {sizeof(soff), &soff}, {sizeof(st), &st},
       {sizeof(n), &n},
   };
   size_t global = accel_opencl_global(count);
-  return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_CAST],
-                                 args, 7, 1, &global, NULL, "op_cast");
+  return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_CAST], args,
+                                 7, 1, &global, NULL, "op_cast");
 }
 
 // z = op(x, y) elementwise; x and y may be NULL for ops that do not read
@@ -268,9 +269,9 @@ static accel_status_t accel_opencl_elementwise(
 accel_status_t accel_opencl_op_scale(void* device, void* stream, void* x,
                                      uint64_t x_offset, uint32_t dtype,
                                      uint64_t count, double alpha) {
-  return accel_opencl_elementwise(device, stream, x, x_offset, NULL, 0, NULL,
-                                  0, dtype, count, ACCEL_OPENCL_OP_SCALE,
-                                  alpha, "op_scale");
+  return accel_opencl_elementwise(device, stream, x, x_offset, NULL, 0, NULL, 0,
+                                  dtype, count, ACCEL_OPENCL_OP_SCALE, alpha,
+                                  "op_scale");
 }
 
 accel_status_t accel_opencl_op_axpy(void* device, void* stream, void* y,
@@ -315,9 +316,8 @@ accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
   accel_status_t status = accel_opencl_builtins_get(d, &b);
   if (status != ACCEL_OK) return status;
   uint64_t groups64 = (count + 4095) / 4096;
-  cl_uint groups = groups64 < ACCEL_OPENCL_SUM_GROUPS
-                       ? (cl_uint)groups64
-                       : ACCEL_OPENCL_SUM_GROUPS;
+  cl_uint groups = groups64 < ACCEL_OPENCL_SUM_GROUPS ? (cl_uint)groups64
+                                                      : ACCEL_OPENCL_SUM_GROUPS;
   cl_ulong chunk = (count + groups - 1) / groups;
   cl_int err = CL_SUCCESS;
   cl_mem partial = d->cl->clCreateBuffer(d->context, CL_MEM_READ_WRITE,
@@ -330,14 +330,14 @@ accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
   cl_ulong xo = x_offset / es, oo = out_offset / es, n = count;
   cl_uint dt = dtype;
   const accel_opencl_karg_t first[] = {
-      {sizeof(xm), &xm}, {sizeof(xo), &xo},    {sizeof(dt), &dt},
+      {sizeof(xm), &xm}, {sizeof(xo), &xo},       {sizeof(dt), &dt},
       {sizeof(n), &n},   {sizeof(chunk), &chunk}, {sizeof(partial), &partial},
   };
   size_t global = (size_t)groups * ACCEL_OPENCL_SUM_WG;
   size_t local = ACCEL_OPENCL_SUM_WG;
-  status = accel_opencl_kernel_run(stream,
-                                   &b->kernels[ACCEL_OPENCL_K_SUM_PARTIAL],
-                                   first, 6, 1, &global, &local, "op_sum");
+  status =
+      accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_SUM_PARTIAL],
+                              first, 6, 1, &global, &local, "op_sum");
   if (status == ACCEL_OK) {
     const accel_opencl_karg_t second[] = {
         {sizeof(partial), &partial}, {sizeof(groups), &groups},
@@ -345,9 +345,9 @@ accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
         {sizeof(oo), &oo},
     };
     global = ACCEL_OPENCL_SUM_WG;
-    status = accel_opencl_kernel_run(stream,
-                                     &b->kernels[ACCEL_OPENCL_K_SUM_FINAL],
-                                     second, 5, 1, &global, &local, "op_sum");
+    status =
+        accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_SUM_FINAL],
+                                second, 5, 1, &global, &local, "op_sum");
   }
   d->cl->clReleaseMemObject(partial);
   return status;

@@ -58,8 +58,8 @@ typedef struct accel_opencl_cache_header {
 // status accel_opencl_check gives. A long log keeps its first
 // ACCEL_OPENCL_LOG_HEAD and last ACCEL_OPENCL_LOG_TAIL characters.
 static accel_status_t accel_opencl_build_failed(accel_opencl_device_t* device,
-                                                cl_program program,
-                                                cl_int err, const char* what) {
+                                                cl_program program, cl_int err,
+                                                const char* what) {
   const accel_host_t* host = device->host;
   size_t size = 0;
   char* log = NULL;
@@ -68,10 +68,9 @@ static accel_status_t accel_opencl_build_failed(accel_opencl_device_t* device,
                                         &size) == CL_SUCCESS &&
       size > 1) {
     log = malloc(size + 1);
-    if (log != NULL &&
-        device->cl->clGetProgramBuildInfo(program, device->id,
-                                          CL_PROGRAM_BUILD_LOG, size, log,
-                                          NULL) != CL_SUCCESS) {
+    if (log != NULL && device->cl->clGetProgramBuildInfo(
+                           program, device->id, CL_PROGRAM_BUILD_LOG, size, log,
+                           NULL) != CL_SUCCESS) {
       free(log);
       log = NULL;
     }
@@ -96,8 +95,8 @@ static accel_status_t accel_opencl_build_failed(accel_opencl_device_t* device,
     host->fail(host, status, "%s: %s; build log:\n%s", what, name, log);
   } else {
     host->fail(host, status,
-               "%s: %s; build log:\n%.*s\n[... %zu characters ...]\n%s",
-               what, name, ACCEL_OPENCL_LOG_HEAD, log,
+               "%s: %s; build log:\n%.*s\n[... %zu characters ...]\n%s", what,
+               name, ACCEL_OPENCL_LOG_HEAD, log,
                len - ACCEL_OPENCL_LOG_HEAD - ACCEL_OPENCL_LOG_TAIL,
                log + len - ACCEL_OPENCL_LOG_TAIL);
   }
@@ -106,12 +105,13 @@ static accel_status_t accel_opencl_build_failed(accel_opencl_device_t* device,
 }
 
 // Builds `program` for the device; on failure releases it.
-static accel_status_t accel_opencl_program_finish(
-    accel_opencl_device_t* device, cl_program program, const char* options,
-    const char* what, cl_program* out_program) {
-  cl_int err = device->cl->clBuildProgram(program, 1, &device->id,
-                                          options != NULL ? options : "",
-                                          NULL, NULL);
+static accel_status_t accel_opencl_program_finish(accel_opencl_device_t* device,
+                                                  cl_program program,
+                                                  const char* options,
+                                                  const char* what,
+                                                  cl_program* out_program) {
+  cl_int err = device->cl->clBuildProgram(
+      program, 1, &device->id, options != NULL ? options : "", NULL, NULL);
   if (err != CL_SUCCESS) {
     accel_status_t status =
         accel_opencl_build_failed(device, program, err, what);
@@ -134,16 +134,15 @@ static uint64_t accel_opencl_fnv(uint64_t h, const void* data, size_t size) {
 }
 
 // Hashes one device or platform string into `h`.
-static uint64_t accel_opencl_fnv_info(accel_opencl_device_t* device,
-                                      uint64_t h, bool platform,
-                                      cl_uint param) {
+static uint64_t accel_opencl_fnv_info(accel_opencl_device_t* device, uint64_t h,
+                                      bool platform, cl_uint param) {
   char text[512] = "";
   size_t size = 0;
-  cl_int err =
-      platform ? device->cl->clGetPlatformInfo(device->platform, param,
-                                               sizeof(text) - 1, text, &size)
-               : device->cl->clGetDeviceInfo(device->id, param,
-                                             sizeof(text) - 1, text, &size);
+  cl_int err = platform
+                   ? device->cl->clGetPlatformInfo(
+                         device->platform, param, sizeof(text) - 1, text, &size)
+                   : device->cl->clGetDeviceInfo(device->id, param,
+                                                 sizeof(text) - 1, text, &size);
   if (err != CL_SUCCESS) text[0] = '\0';
   return accel_opencl_fnv(h, text, strnlen(text, sizeof(text)));
 }
@@ -176,9 +175,8 @@ static bool accel_opencl_mkdirs(char* path) {
 
 // Fills `file` with the cache file for `key`; false when the cache is off
 // or no directory can be named or created.
-static bool accel_opencl_cache_path(accel_opencl_device_t* device,
-                                    uint64_t key, char* file,
-                                    size_t file_size) {
+static bool accel_opencl_cache_path(accel_opencl_device_t* device, uint64_t key,
+                                    char* file, size_t file_size) {
   const accel_host_t* host = device->host;
   const char* off = host->getenv(host, "ACCEL_OPENCL_CACHE");
   if (off != NULL && strcmp(off, "0") == 0) return false;
@@ -254,8 +252,9 @@ static bool accel_opencl_cache_write(const char* file, uint64_t key,
 }
 
 // The device binary of a built program (malloc'ed), or NULL.
-static unsigned char* accel_opencl_program_binary(
-    accel_opencl_device_t* device, cl_program program, size_t* out_size) {
+static unsigned char* accel_opencl_program_binary(accel_opencl_device_t* device,
+                                                  cl_program program,
+                                                  size_t* out_size) {
   size_t size = 0;
   *out_size = 0;
   // The program has exactly one device, so one size and one pointer.
@@ -266,9 +265,8 @@ static unsigned char* accel_opencl_program_binary(
   }
   unsigned char* binary = malloc(size);
   if (binary == NULL) return NULL;
-  if (device->cl->clGetProgramInfo(program, CL_PROGRAM_BINARIES,
-                                   sizeof(binary), &binary,
-                                   NULL) != CL_SUCCESS) {
+  if (device->cl->clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(binary),
+                                   &binary, NULL) != CL_SUCCESS) {
     free(binary);
     return NULL;
   }
@@ -319,8 +317,7 @@ accel_status_t accel_opencl_program_build(accel_opencl_device_t* device,
   }
   if (cacheable) {
     size_t binary_size = 0;
-    unsigned char* binary =
-        accel_opencl_cache_read(file, key, &binary_size);
+    unsigned char* binary = accel_opencl_cache_read(file, key, &binary_size);
     if (binary != NULL) {
       bool ok = accel_opencl_cache_load(device, binary, binary_size, options,
                                         out_program);

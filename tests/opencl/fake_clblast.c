@@ -25,8 +25,7 @@ static int fake_clblast_fail(const char* name) {
 __attribute__((visibility("default"))) int CLBlastSgemm(
     int layout, int ta, int tb, size_t m, size_t n, size_t k, float alpha,
     void* a, size_t a_off, size_t lda, void* b, size_t b_off, size_t ldb,
-    float beta, void* c, size_t c_off, size_t ldc, void** queue,
-    void** event) {
+    float beta, void* c, size_t c_off, size_t ldc, void** queue, void** event) {
   (void)layout, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha;
   (void)a, (void)a_off, (void)lda, (void)b, (void)b_off, (void)ldb;
   (void)beta, (void)c, (void)c_off, (void)ldc, (void)queue, (void)event;

@@ -40,7 +40,8 @@ static inline accel_status_t ocl_buffer(ocl_ctx_t* c, size_t size,
                                         const void* data,
                                         accel_buffer_t** out) {
   accel_status_t s = accel_buffer_create(c->device, size, out);
-  if (s == ACCEL_OK && data != NULL) s = accel_buffer_write(*out, 0, data, size);
+  if (s == ACCEL_OK && data != NULL)
+    s = accel_buffer_write(*out, 0, data, size);
   return s;
 }
 

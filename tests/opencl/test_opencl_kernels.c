@@ -68,22 +68,21 @@ static float f32_from_bits(uint32_t u) {
 // then random ones.
 static void fill_inputs(void* out, accel_dtype_t dtype, size_t n) {
   static const float f_special[] = {
-      0.0f,           -0.0f,          INFINITY,       -INFINITY,
-      NAN,            1.0f,           -1.0f,          0.5f,
-      65504.0f,       65520.0f,       65519.99f,      -65520.0f,
+      0.0f,           -0.0f,         INFINITY, -INFINITY, NAN,
+      1.0f,           -1.0f,         0.5f,     65504.0f,  65520.0f,
+      65519.99f,      -65520.0f,
       1.00048828125f,  // f16 tie below 1 + 2^-10
       1.00146484375f,  // f16 tie 1 + 3 * 2^-11
       1.00390625f,     // bf16 tie 1 + 2^-8
       1.01171875f,     // bf16 tie 1 + 3 * 2^-8
-      5.9604645e-8f,  2.9802322e-8f,  1e-40f,         -1e-45f,
-      2147483648.0f,  -2147483648.0f, 2147483520.0f,  3e9f,
-      -3e9f,          2.5f,           -2.5f,          1e30f,
+      5.9604645e-8f,  2.9802322e-8f, 1e-40f,   -1e-45f,   2147483648.0f,
+      -2147483648.0f, 2147483520.0f, 3e9f,     -3e9f,     2.5f,
+      -2.5f,          1e30f,
   };
   static const int32_t i_special[] = {
-      0,          1,           -1,         INT32_MAX,  INT32_MIN,
-      65519,      65520,       -65520,     16777217,   33685505,
-      -33685505,  2147483583,  257,        259,        2049,
-      2051,
+      0,     1,      -1,       INT32_MAX, INT32_MIN, 65519,
+      65520, -65520, 16777217, 33685505,  -33685505, 2147483583,
+      257,   259,    2049,     2051,
   };
   size_t ns = dtype == ACCEL_DTYPE_I32
                   ? sizeof(i_special) / sizeof(i_special[0])
@@ -95,8 +94,8 @@ static void fill_inputs(void* out, accel_dtype_t dtype, size_t n) {
       ((int32_t*)out)[i] = v;
       continue;
     }
-    float f = i < ns ? f_special[i]
-                     : ((float)(rng() % 2000001) - 1e6f) / 1000.0f;
+    float f =
+        i < ns ? f_special[i] : ((float)(rng() % 2000001) - 1e6f) / 1000.0f;
     if (i >= ns && i % 5 == 0) f = f32_from_bits(rng() << 8 ^ rng());
     if (dtype == ACCEL_DTYPE_F32) {
       ((float*)out)[i] = f;
@@ -104,9 +103,8 @@ static void fill_inputs(void* out, accel_dtype_t dtype, size_t n) {
       ((uint16_t*)out)[i] =
           i >= ns && i % 7 == 0 ? (uint16_t)rng() : accel_plugin_f32_to_f16(f);
     } else {
-      ((uint16_t*)out)[i] = i >= ns && i % 7 == 0
-                                ? (uint16_t)rng()
-                                : accel_plugin_f32_to_bf16(f);
+      ((uint16_t*)out)[i] =
+          i >= ns && i % 7 == 0 ? (uint16_t)rng() : accel_plugin_f32_to_bf16(f);
     }
   }
 }
@@ -252,8 +250,17 @@ TEST(fill_rounds_once_like_cpu) {
       1.0 + 0x1p-11,            // f16 tie: to even (1.0)
       1.0 + 0x1p-8 + 0x1p-35,   // above a bf16 tie; via f32: on it
       1.0 + 0x1p-8,             // bf16 tie
-      65519.999999,  65520.0,  -2.5,   2.5,  3e9,  -3e9,
-      NAN,           INFINITY, 1e-30,  0.1,  -0.0,
+      65519.999999,
+      65520.0,
+      -2.5,
+      2.5,
+      3e9,
+      -3e9,
+      NAN,
+      INFINITY,
+      1e-30,
+      0.1,
+      -0.0,
   };
   int bad = 0;
   for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
@@ -362,7 +369,7 @@ TEST(sum_within_tolerance) {
         got = dt == ACCEL_DTYPE_F32   ? f
               : dt == ACCEL_DTYPE_F16 ? accel_plugin_f16_to_f32(h)
                                       : accel_plugin_bf16_to_f32(h);
-        double rel = dt == ACCEL_DTYPE_F32 ? 1e-6
+        double rel = dt == ACCEL_DTYPE_F32   ? 1e-6
                      : dt == ACCEL_DTYPE_F16 ? 1e-3
                                              : 8e-3;
         double tol = rel * fabs(ref) + 1e-6 * mag + 1e-6;
@@ -458,18 +465,21 @@ static int check_gemm(const gemm_case_t* g) {
   if (s == ACCEL_OK) s = ocl_read(&ocl, bcb, 0, got, csz * ec);
   int bad = s != ACCEL_OK;
   if (bad) printf("  gemm: %s\n", accel_last_error());
-  double tol = g->c == ACCEL_DTYPE_F32 ? 1e-5
+  double tol = g->c == ACCEL_DTYPE_F32   ? 1e-5
                : g->c == ACCEL_DTYPE_F16 ? 2e-3
                                          : 1.6e-2;
   for (size_t i = 0; !bad && i < csz; i++) {
-    size_t r = i >= off ? (i - off) / ldc : 0, col = i >= off ? (i - off) % ldc : 0;
+    size_t r = i >= off ? (i - off) / ldc : 0,
+           col = i >= off ? (i - off) % ldc : 0;
     bool inside = i >= off && r < g->m && col < g->n;
     double want = to_double(c, g->c, i), mag = 0;
     if (inside) {
       double acc = 0;
       for (size_t q = 0; q < g->k; q++) {
-        double va = to_double(a, g->ab, off + (g->ta ? q * lda + r : r * lda + q));
-        double vb = to_double(b, g->ab, off + (g->tb ? col * ldb + q : q * ldb + col));
+        double va =
+            to_double(a, g->ab, off + (g->ta ? q * lda + r : r * lda + q));
+        double vb =
+            to_double(b, g->ab, off + (g->tb ? col * ldb + q : q * ldb + col));
         acc += va * vb;
         mag += fabs(va * vb);
       }
@@ -484,11 +494,11 @@ static int check_gemm(const gemm_case_t* g) {
     bool ok = inside ? fabs(v - want) <= tol * mag
                      : memcmp(got + i * ec, c + i * ec, ec) == 0;
     if (!ok) {
-      printf("  gemm %s->%s ta%d tb%d %zux%zux%zu beta %g: element %zu "
-             "(row %zu col %zu%s): got %g want %g\n",
-             accel_dtype_name(g->ab), accel_dtype_name(g->c), g->ta, g->tb,
-             g->m, g->n, g->k, g->beta, i, r, col,
-             inside ? "" : ", outside C", v, want);
+      printf(
+          "  gemm %s->%s ta%d tb%d %zux%zux%zu beta %g: element %zu "
+          "(row %zu col %zu%s): got %g want %g\n",
+          accel_dtype_name(g->ab), accel_dtype_name(g->c), g->ta, g->tb, g->m,
+          g->n, g->k, g->beta, i, r, col, inside ? "" : ", outside C", v, want);
       bad = 1;
     }
   }
@@ -512,26 +522,35 @@ TEST(gemm_matches_reference) {
   const char* mark = getenv("FAKE_CLBLAST_MARK");
   if (mark != NULL) remove(mark);
   static const accel_dtype_t pairs[][2] = {
-      {ACCEL_DTYPE_F32, ACCEL_DTYPE_F32}, {ACCEL_DTYPE_F16, ACCEL_DTYPE_F16},
+      {ACCEL_DTYPE_F32, ACCEL_DTYPE_F32},   {ACCEL_DTYPE_F16, ACCEL_DTYPE_F16},
       {ACCEL_DTYPE_BF16, ACCEL_DTYPE_BF16}, {ACCEL_DTYPE_F16, ACCEL_DTYPE_F32},
       {ACCEL_DTYPE_BF16, ACCEL_DTYPE_F32},
   };
   int bad = 0;
   for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
     for (int t = 0; t < 4; t++) {
-      gemm_case_t g = {pairs[p][0], pairs[p][1], t & 1, t >> 1, 37, 29, 45,
-                       3, 1.5, 0.5, false};
+      gemm_case_t g = {pairs[p][0], pairs[p][1], t & 1, t >> 1, 37,   29,
+                       45,          3,           1.5,   0.5,    false};
       bad += check_gemm(&g);
     }
-    gemm_case_t nan_c = {pairs[p][0], pairs[p][1], false, true, 19, 33, 17,
-                         0, -2.0, 0.0, true};
+    gemm_case_t nan_c = {pairs[p][0], pairs[p][1], false, true, 19,  33,
+                         17,          0,           -2.0,  0.0,  true};
     bad += check_gemm(&nan_c);
-    gemm_case_t k0 = {pairs[p][0], pairs[p][1], false, false, 5, 7, 0,
-                      2, 1.0, 2.0, false};
+    gemm_case_t k0 = {pairs[p][0], pairs[p][1], false, false, 5,    7,
+                      0,           2,           1.0,   2.0,   false};
     bad += check_gemm(&k0);
   }
-  gemm_case_t big = {ACCEL_DTYPE_F32, ACCEL_DTYPE_F32, false, false, 128, 96,
-                     160, 0, 1.0, 0.0, true};
+  gemm_case_t big = {ACCEL_DTYPE_F32,
+                     ACCEL_DTYPE_F32,
+                     false,
+                     false,
+                     128,
+                     96,
+                     160,
+                     0,
+                     1.0,
+                     0.0,
+                     true};
   bad += check_gemm(&big);
   ASSERT_EQ(bad, 0);
   if (mark != NULL) {
@@ -582,9 +601,9 @@ static accel_status_t kernel_get(const char* name, accel_kernel_t** out) {
   return s;
 }
 
-static accel_status_t launch_add(accel_stream_t* stream,
-                                 accel_kernel_t* kernel, accel_buffer_t* b,
-                                 size_t offset, uint32_t n, int32_t value) {
+static accel_status_t launch_add(accel_stream_t* stream, accel_kernel_t* kernel,
+                                 accel_buffer_t* b, size_t offset, uint32_t n,
+                                 int32_t value) {
   accel_launch_config_t config;
   accel_launch_config_init(&config);
   config.block[0] = 64;
@@ -628,8 +647,8 @@ TEST(spirv_and_garbage_images) {
   // valid module, but enough to be recognised as SPIR-V.
   static const uint32_t spirv[5] = {0x07230203u, 0x00010000u, 0, 1, 0};
   accel_module_t* module = NULL;
-  accel_status_t s = accel_module_create(ocl.device, spirv, sizeof(spirv),
-                                         &module);
+  accel_status_t s =
+      accel_module_create(ocl.device, spirv, sizeof(spirv), &module);
   printf("  SPIR-V (device formats \"%s\"): %s: %s\n", ocl.info.module_formats,
          accel_status_string(s), accel_last_error());
   if (strstr(ocl.info.module_formats, "spirv") == NULL) {
@@ -639,8 +658,8 @@ TEST(spirv_and_garbage_images) {
     ASSERT_EQ(s, ACCEL_ERROR_INVALID_ARGUMENT);  // a header, no module
   }
   ASSERT_NULL(module);
-  static const unsigned char garbage[] = {0x01, 0x00, 0x02, 0xff, 0x00, 0x10,
-                                          0x7f, 0x00, 0x00, 0x03};
+  static const unsigned char garbage[] = {0x01, 0x00, 0x02, 0xff, 0x00,
+                                          0x10, 0x7f, 0x00, 0x00, 0x03};
   s = accel_module_create(ocl.device, garbage, sizeof(garbage), &module);
   printf("  garbage: %s: %s\n", accel_status_string(s), accel_last_error());
   ASSERT(s == ACCEL_ERROR_INVALID_ARGUMENT || s == ACCEL_ERROR_INCOMPATIBLE);

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "opencl/test_opencl_plugin.h"
 #include "test.h"
 #include "test_host.h"
-#include "opencl/test_opencl_plugin.h"
 
 static bool fixture(ocl_fixture_t* fx) {
   const accel_plugin_t* desc = ocl_descriptor();
@@ -74,8 +74,8 @@ TEST(source_with_trailing_nul_loads) {
   static const char source[] =
       "kernel void twice(global int* p) { p[get_global_id(0)] *= 2; }\n";
   void* module = NULL;
-  OCL_ASSERT_OK(fx.ops->module_load(fx.device, source, sizeof(source),
-                                    &module));
+  OCL_ASSERT_OK(
+      fx.ops->module_load(fx.device, source, sizeof(source), &module));
   void* function = NULL;
   void* again = NULL;
   OCL_ASSERT_OK(fx.ops->module_function(module, "twice", &function));

@@ -7,13 +7,14 @@
 // and with ACCEL_OPENCL_GEMM=kernel. Appended to ops.cl in one program, so
 // it reuses its conversions (accel_load, accel_store).
 //
-// A work-group of GEMM_WG x GEMM_WG items computes a GEMM_T x GEMM_T tile of C (GEMM_T = 4 * GEMM_WG),
-// each item a 4 x 4 block of it, strided by GEMM_WG so that neighbouring items
-// touch neighbouring elements. Tiles of op(A) (GEMM_T x GEMM_WG) and op(B) (GEMM_WG x GEMM_T)
-// are staged in local memory, k-major, each item loading 4 elements of
-// each. Every output adds its k products in order. With beta == 0, C is
-// never read, so a NaN there cannot leak into the result. ACCEL_GEMM_TS
-// (GEMM_WG) comes from the build options (ops.c: 16, or 8 on devices whose
+// A work-group of GEMM_WG x GEMM_WG items computes a GEMM_T x GEMM_T tile
+// of C (GEMM_T = 4 * GEMM_WG), each item a 4 x 4 block of it, strided by
+// GEMM_WG so that neighbouring items touch neighbouring elements. Tiles of
+// op(A) (GEMM_T x GEMM_WG) and op(B) (GEMM_WG x GEMM_T) are staged in
+// local memory, k-major, each item loading 4 elements of each. Every
+// output adds its k products in order. With beta == 0, C is never read,
+// so a NaN there cannot leak into the result. ACCEL_GEMM_TS (GEMM_WG)
+// comes from the build options (ops.c: 16, or 8 on devices whose
 // work-groups are smaller than 256).
 #ifndef ACCEL_GEMM_TS
 #define ACCEL_GEMM_TS 16
@@ -24,7 +25,8 @@
 
 // Offsets and leading dimensions in elements. Item (lc, lr) computes
 // C[row0 + lr + i * GEMM_WG][col0 + lc + j * GEMM_WG] for i, j < GEMM_R.
-kernel __attribute__((reqd_work_group_size(GEMM_WG, GEMM_WG, 1))) void accel_gemm(
+kernel __attribute__((reqd_work_group_size(GEMM_WG, GEMM_WG, 1))) void
+accel_gemm(
     ulong m, ulong n, ulong k, global const uchar* a, ulong a_off, ulong lda,
     uint trans_a, global const uchar* b, ulong b_off, ulong ldb, uint trans_b,
     global uchar* c, ulong c_off, ulong ldc, uint ab_dtype, uint c_dtype,

@@ -64,7 +64,9 @@ ushort accel_f32_to_f16(float f) {
   uint sign = (x >> 16) & 0x8000u;
   uint exp = (x >> 23) & 0xffu;
   uint mant = x & 0x7fffffu;
-  if (exp == 0xffu) return (ushort)(sign | 0x7c00u | (mant != 0u ? 0x200u : 0u));
+  if (exp == 0xffu) {
+    return (ushort)(sign | 0x7c00u | (mant != 0u ? 0x200u : 0u));
+  }
   int e = (int)exp - 127 + 15;
   if (e >= 31) return (ushort)(sign | 0x7c00u);
   if (e <= 0) {
