@@ -746,6 +746,7 @@ done:
 
 accel_status_t accel__buffer_use(accel_buffer_t* buffer,
                                  accel_stream_t* stream) {
+  if (buffer->wrapped) return accel__wrapped_use(buffer, stream);
   accel__block_t* b = accel__block_of(buffer);
   if (stream == b->stream || accel__uses_contain(b, stream)) return ACCEL_OK;
   return accel__buffer_use_slow(b, stream);

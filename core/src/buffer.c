@@ -81,7 +81,11 @@ void accel_buffer_release(accel_buffer_t* buffer) {
   } while (!atomic_compare_exchange_weak(&buffer->refs, &refs, refs - 1));
   if (refs != 1) return;
   accel_device_t* device = buffer->device;
-  accel__allocator_free(buffer);  // the handle lives in the block record
+  if (buffer->wrapped) {
+    accel__wrapped_free(buffer);  // unwraps and calls the owner's release
+  } else {
+    accel__allocator_free(buffer);  // the handle lives in the block record
+  }
   accel_device_release(device);
 }
 

@@ -91,6 +91,8 @@ ACCEL__STUB(op_gemm, (void* d, void* s, const accel_plugin_gemm_t* g))
 ACCEL__STUB(op_gemm_workspace, (void* d, const accel_plugin_gemm_t* g,
                                 uint64_t* o))
 ACCEL__STUB(mem_address, (void* d, void* m, uint64_t o, uint64_t* a))
+ACCEL__STUB(mem_wrap, (void* d, uint64_t a, size_t s, void** o))
+ACCEL__VOID_STUB(mem_unwrap, (void* d, void* m))
 ACCEL__VOID_STUB(device_close, (void* d))
 #pragma GCC diagnostic pop
 
@@ -122,6 +124,7 @@ static void accel__plugin_forked(accel__plugin_t* plugin) {
   ACCEL__SET(o, op_axpy), ACCEL__SET(o, op_add), ACCEL__SET(o, op_mul);
   ACCEL__SET(o, op_sum), ACCEL__SET(o, op_gemm);
   ACCEL__SET(o, op_gemm_workspace), ACCEL__SET(o, mem_address);
+  ACCEL__SET(o, mem_wrap), ACCEL__SET(o, mem_unwrap);
   ACCEL__SET(&plugin->desc, device_close);
 }
 

@@ -241,6 +241,9 @@ struct accel_buffer {
   void* impl;   // plugin memory handle of the segment
   size_t base;  // byte offset of the buffer within `impl`
   size_t size;  // bytes requested; bounds are checked against this
+  // Memory the core did not allocate (accel_buffer_wrap): the handle lives
+  // in a record of buffer_wrap.c, not in the allocator. Zero for blocks.
+  bool wrapped;
 };
 
 // `refs` counts the user's references; the plugin stream is destroyed when
@@ -373,6 +376,12 @@ void accel__allocator_free(accel_buffer_t* buffer);
 // new entry cannot be stored (then do not enqueue).
 accel_status_t accel__buffer_use(accel_buffer_t* buffer,
                                  accel_stream_t* stream);
+
+// Wrapped buffers (buffer_wrap.c): the accel__buffer_use and last-release
+// paths for a buffer whose `wrapped` is set.
+accel_status_t accel__wrapped_use(accel_buffer_t* buffer,
+                                  accel_stream_t* stream);
+void accel__wrapped_free(accel_buffer_t* buffer);
 
 // Reads the statistics and mode, gives unused cached segments back, resets
 // the peaks (memory_stats.c has the public calls).

@@ -202,6 +202,20 @@ static accel_status_t accel__default_mem_address(void* device, void* mem,
                      "this backend's memory has no device address");
 }
 
+// A plugin without mem_wrap (or built before it): it cannot adopt memory
+// it did not allocate.
+static accel_status_t accel__default_mem_wrap(void* device, uint64_t address,
+                                              size_t size, void** out_mem) {
+  (void)device, (void)address, (void)size;
+  *out_mem = NULL;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend cannot wrap memory it did not allocate");
+}
+
+static void accel__default_mem_unwrap(void* device, void* mem) {
+  (void)device, (void)mem;
+}
+
 // Fills every built-in op the plugin left NULL (or predates) with a stub.
 static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->op_fill == NULL) o->op_fill = accel__default_op_fill;
@@ -216,6 +230,8 @@ static void accel__fill_op_defaults(accel_device_ops_t* o) {
     o->op_gemm_workspace = accel__default_op_gemm_workspace;
   }
   if (o->mem_address == NULL) o->mem_address = accel__default_mem_address;
+  if (o->mem_wrap == NULL) o->mem_wrap = accel__default_mem_wrap;
+  if (o->mem_unwrap == NULL) o->mem_unwrap = accel__default_mem_unwrap;
 }
 
 static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,

@@ -179,6 +179,12 @@ void accel_cpu_mem_free(void* device, void* mem);
 // a host pointer (ACCEL_DEVICE_CAP_HOST_ACCESSIBLE).
 accel_status_t accel_cpu_mem_address(void* device, void* mem, uint64_t offset,
                                      uint64_t* out_address);
+// plugin ABI 1.3: mem_wrap/mem_unwrap. A wrapped handle is the caller's
+// host pointer itself (no header, any alignment); it never reaches
+// accel_cpu_mem_free and does not count against ACCEL_CPU_MEMORY_LIMIT.
+accel_status_t accel_cpu_mem_wrap(void* device, uint64_t address, size_t size,
+                                  void** out_mem);
+void accel_cpu_mem_unwrap(void* device, void* mem);
 accel_status_t accel_cpu_copy_h2d(void* device, void* stream, void* dst,
                                   size_t dst_offset, const void* src,
                                   size_t size);

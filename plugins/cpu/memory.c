@@ -91,6 +91,27 @@ accel_status_t accel_cpu_mem_address(void* device_ptr, void* mem,
   return ACCEL_OK;
 }
 
+accel_status_t accel_cpu_mem_wrap(void* device_ptr, uint64_t address,
+                                  size_t size, void** out_mem) {
+  accel_cpu_device_t* device = device_ptr;
+  *out_mem = NULL;
+  uintptr_t p = (uintptr_t)address;
+  if (p == 0 || (uint64_t)p != address || size > UINTPTR_MAX - p) {
+    return device->host->fail(device->host, ACCEL_ERROR_INVALID_ARGUMENT,
+                              "cpu:%u: cannot wrap %zu bytes at 0x%llx: not "
+                              "a host address range",
+                              device->index, size, (unsigned long long)address);
+  }
+  // The handle is the data address (as for mem_alloc), but no header
+  // precedes it: the core unwraps it and never calls mem_free on it.
+  *out_mem = (void*)p;
+  return ACCEL_OK;
+}
+
+void accel_cpu_mem_unwrap(void* device_ptr, void* mem) {
+  (void)device_ptr, (void)mem;  // the memory stays its owner's
+}
+
 // Runs a copy (`src` not NULL) or fill of `size` bytes on the calling
 // thread if `stream` is idle and the size is small enough (see stream.c and
 // ACCEL_CPU_INLINE_BYTES in cpu.h); false when it must be queued instead.

@@ -78,6 +78,8 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .op_gemm = accel_cpu_op_gemm,
     // -- since ABI 1.3 --
     .mem_address = accel_cpu_mem_address,
+    .mem_wrap = accel_cpu_mem_wrap,
+    .mem_unwrap = accel_cpu_mem_unwrap,
 };
 
 static const accel_plugin_t accel_cpu_plugin = {

@@ -482,6 +482,31 @@ ACCEL_API accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer
                                                     size_t offset,
                                                     uint64_t* out_address);
 
+// Wraps `size` bytes of device memory at `address`, owned by someone else
+// (another library's allocation: a host pointer for a CPU device, a
+// CUdeviceptr for CUDA, a HIP device pointer for ROCm), as a buffer of
+// `device`, without copying. The buffer is an ordinary buffer for every
+// call (bounds and device checks, copies, ops, launches, DLPack) and starts
+// with one reference; it keeps `device` alive. Ownership: accel never
+// frees the memory. When the last reference goes, accel waits for the
+// streams whose work used the buffer (so release may block, unlike other
+// buffers), forgets the memory and then calls `release(user_data)`, once,
+// on the releasing thread; `release` may be NULL. The owner must keep the
+// memory valid until then. On failure nothing is kept and `release` is
+// not called. Wrapped memory is not counted in the memory statistics and
+// has the owner's alignment (a launch at an offset the device cannot take
+// fails as for any buffer). Thread-safe. ACCEL_ERROR_INVALID_ARGUMENT for a
+// NULL device or out, a zero address or size, or an address range the
+// backend rejects; ACCEL_ERROR_UNSUPPORTED on a backend that cannot wrap
+// memory (OpenCL, or a plugin built without the ABI 1.3 mem_wrap entry);
+// ACCEL_ERROR_OUT_OF_MEMORY if the handle cannot be allocated. Only the
+// cpu backend implements it in this release. Since accel 0.2.
+ACCEL_API accel_status_t accel_buffer_wrap(accel_device_t* device,
+                                           uint64_t address, size_t size,
+                                           void (*release)(void* user_data),
+                                           void* user_data,
+                                           accel_buffer_t** out_buffer);
+
 // Copies `size` bytes from host `src` into `buffer` at `offset`.
 // ACCEL_ERROR_INVALID_ARGUMENT for NULL pointers, `size` 0, or a range past
 // the end of the buffer.
@@ -506,6 +531,73 @@ ACCEL_API accel_status_t accel_buffer_copy(accel_buffer_t* dst,
 ACCEL_API accel_status_t accel_buffer_fill(accel_buffer_t* buffer,
                                            size_t offset, uint8_t value,
                                            size_t size);
+
+// ===========================================================================
+// DLPack: zero-copy exchange with NumPy, PyTorch and other frameworks.
+//
+// The calls take and return DLPack managed tensors as `void*` (accel.h
+// needs no DLPack header): a `DLManagedTensor*` when `versioned` is false
+// (DLPack before 1.0, what NumPy 1.x and PyTorch 1.x exchange), a
+// `DLManagedTensorVersioned*` (DLPack 1.x) when it is true. Device types:
+// a cpu device is kDLCPU (1) with id 0 (one host address space), cuda:N
+// is kDLCUDA (2) with id N, rocm:N is kDLROCM (10) with id N; other
+// backends (OpenCL: a cl_mem has no address) have none. See docs/interop.md.
+// ===========================================================================
+
+// Sets `*out_type` and `*out_id` to the DLPack device of `device` (what a
+// Python `__dlpack_device__` returns). ACCEL_ERROR_INVALID_ARGUMENT for
+// NULL arguments, ACCEL_ERROR_UNSUPPORTED for a backend without a DLPack
+// device type. Thread-safe.
+ACCEL_API accel_status_t accel_dlpack_device(const accel_device_t* device,
+                                             int32_t* out_type,
+                                             int32_t* out_id);
+
+// Lends `buffer` as a DLPack managed tensor, without copying: `ndim`
+// dimensions of `shape` elements of `dtype` starting at byte `offset`,
+// with `strides` in elements (NULL: compact row-major; strides must not be
+// negative). The tensor's data pointer is the device address of byte
+// `offset` (byte_offset is 0); its shape and strides are always filled in.
+// The managed tensor holds a reference on the buffer, which its deleter
+// releases: call the deleter exactly once (a consumer such as
+// numpy.from_dlpack does it when it is done), and never free it
+// otherwise. The consumer must order its use of the memory with accel's
+// streams itself (synchronise first). ACCEL_ERROR_INVALID_ARGUMENT for
+// NULL arguments, ndim outside [0, 64], an unknown dtype, negative shapes
+// or strides, an offset that is not a multiple of the element size or a
+// view past the end of the buffer; ACCEL_ERROR_UNSUPPORTED on a backend
+// without a DLPack device (OpenCL); ACCEL_ERROR_OUT_OF_MEMORY. On failure
+// `*out_managed` is NULL and the buffer's count is unchanged.
+ACCEL_API accel_status_t accel_buffer_to_dlpack(accel_buffer_t* buffer,
+                                                size_t offset,
+                                                accel_dtype_t dtype,
+                                                int32_t ndim,
+                                                const int64_t* shape,
+                                                const int64_t* strides,
+                                                bool versioned,
+                                                void** out_managed);
+
+// Adopts the DLPack managed tensor `managed` as a buffer without copying
+// (through accel_buffer_wrap): its bytes, from data + byte_offset, on
+// `device`, or when `device` is NULL on the device accel maps the tensor's
+// DLPack device to (kDLCPU and kDLCUDAHost: cpu:0; kDLCUDA N: cuda:N;
+// kDLROCM N: rocm:N), opened for the call. On success accel owns
+// `managed`: its deleter is called exactly once, after the buffer's last
+// reference is gone and the streams that used it have finished. On
+// failure the caller still owns it (the deleter is not called). The
+// tensor must be compact row-major (dimensions of size 1 may have any
+// stride), non-empty, of int, uint, float, bfloat or bool elements of
+// whole bytes with one lane, and (versioned) DLPack 1.x and not read-only.
+// Returns ACCEL_ERROR_INVALID_ARGUMENT for NULL arguments, a malformed or
+// empty tensor, or a `device` that does not match the tensor's DLPack
+// device; ACCEL_ERROR_UNSUPPORTED for a strided view, an unsupported
+// dtype, a read-only tensor, a DLPack device accel does not address, or a
+// backend that cannot wrap memory; ACCEL_ERROR_INCOMPATIBLE for another
+// DLPack major version; the statuses of accel_device_open() and
+// accel_buffer_wrap(). Thread-safe.
+ACCEL_API accel_status_t accel_buffer_from_dlpack(void* managed,
+                                                  bool versioned,
+                                                  accel_device_t* device,
+                                                  accel_buffer_t** out_buffer);
 
 // ===========================================================================
 // Memory: caching allocator and statistics (architecture decision 10).

@@ -549,6 +549,20 @@ typedef struct accel_device_ops {
   // that touches it has finished.
   accel_status_t (*mem_address)(void* device, void* mem, uint64_t offset,
                                 uint64_t* out_address);
+  // (optional) Sets `*out_mem` to a memory handle for `size` bytes at
+  // device address `address` (as mem_address reports them: a CUdeviceptr,
+  // a HIP device pointer, a host pointer on the CPU) that this plugin did
+  // not allocate, for example memory another library owns. The handle is
+  // used like one from mem_alloc (copies, ops, launches, mem_address) but
+  // is never passed to mem_free: the core calls mem_unwrap once no stream
+  // work uses it any more, and the memory itself stays the owner's. NULL,
+  // or ACCEL_ERROR_UNSUPPORTED, means the backend cannot wrap memory
+  // (handle-based runtimes: OpenCL); ACCEL_ERROR_INVALID_ARGUMENT for an
+  // address the plugin can tell is not its device's.
+  accel_status_t (*mem_wrap)(void* device, uint64_t address, size_t size,
+                             void** out_mem);
+  // (optional) Forgets a handle from mem_wrap. Never frees the memory.
+  void (*mem_unwrap)(void* device, void* mem);
 } accel_device_ops_t;
 
 // Smallest device-ops table the core accepts: everything up to and
