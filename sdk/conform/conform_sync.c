@@ -108,6 +108,36 @@ static conform_result_t conform_sync_query_after(conform_ctx_t* ctx,
   return conform_report(ctx, CONFORM_PASS, "done, earlier writes visible");
 }
 
+// A query that says "done" must mean it: heavy work and a write, polled
+// (the first query comes long before the work can finish), then the data
+// read at once, without any other wait.
+static conform_result_t conform_sync_query_means_done(conform_ctx_t* ctx,
+                                                      const void* arg) {
+  bool event = arg != NULL;
+  accel_stream_t* s = NULL;
+  accel_event_t* e = NULL;
+  accel_buffer_t* b = NULL;
+  unsigned char* in = conform_alloc(ctx, CONFORM_SYNC_BYTES);
+  if (in == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK && event) {
+    status = conform_event(ctx, ctx->device, 0, &e);
+  }
+  if (status == ACCEL_OK) status = conform_sync_work(ctx, s, in, &b);
+  if (status == ACCEL_OK && event) status = accel_event_record(e, s);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  status = event ? conform_event_wait(ctx, e) : conform_stream_wait(ctx, s);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "query");
+  if (!conform_verify(ctx, b, in, CONFORM_SYNC_BYTES,
+                      event ? "data written before the record, once "
+                              "event_query said done"
+                            : "data written on the stream, once "
+                              "stream_query said done")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS, "done meant done");
+}
+
 // Elapsed time of `ms` of spinning (or heavy copies) against the host.
 static conform_result_t conform_sync_elapsed(conform_ctx_t* ctx,
                                              const void* arg) {
@@ -222,6 +252,9 @@ static const conform_check_t conform_syncs[] = {
     {"sync.rerecord_busy", conform_sync_rerecord, NULL},
     {"sync.stream_query_after_sync", conform_sync_query_after, NULL},
     {"sync.event_query_after_sync", conform_sync_query_after,
+     &conform_on_event},
+    {"sync.stream_query_done", conform_sync_query_means_done, NULL},
+    {"sync.event_query_done", conform_sync_query_means_done,
      &conform_on_event},
     {"sync.elapsed_vs_host", conform_sync_elapsed, NULL},
     {"sync.peer_wait_event", conform_sync_peer_wait, NULL},
