@@ -115,7 +115,18 @@ static void accel__engine_load(accel__engine_t* e) {
   }
   e->loaded = true;
   e->stage = ACCEL_PLUGIN_STAGE_INITIALISED;
-  status = e->desc.probe(e->state);
+  // The engine's library (libmpi) is opened only when a communicator is
+  // wanted (accel__engine_probe): listing engines stays cheap.
+  accel__engine_set(e, ACCEL_OK, "%s",
+                    "not started yet: its library is opened when the first "
+                    "communicator is created");
+}
+
+// Starts a loaded engine once: opens its library. Caller holds the lock.
+static void accel__engine_probe(accel__engine_t* e) {
+  if (!e->loaded || e->probed) return;
+  e->probed = true;
+  accel_status_t status = e->desc.probe(e->state);
   if (status != ACCEL_OK) {
     accel__engine_set(e, status, "%s", accel_last_error());
     return;
@@ -222,6 +233,7 @@ accel_status_t accel__engine_pick(const char* wanted,
   for (size_t i = 0; i < accel__engine_count; i++) {
     accel__engine_t* e = accel__engines[i];
     if (e->shadowed || (!any && strcmp(e->name, wanted) != 0)) continue;
+    accel__engine_probe(e);
     if (e->status == ACCEL_OK) {
       if (best == NULL || e->desc.priority > best->desc.priority) best = e;
       continue;

@@ -27,6 +27,7 @@ typedef struct accel__engine {
   accel_comm_engine_t desc;  // zero-extended copy
   void* state;               // from load()
   bool loaded;               // load() succeeded; unload() owed
+  bool probed;               // probe() ran (the engine's library opened)
   atomic_uint comms;         // live communicators
 } accel__engine_t;
 

@@ -37,7 +37,7 @@ STR, INT, NULLSTR = "string", "integer", "string or null"
 TOP = {"schema_version": INT, "accel_version": STR,
        "plugin_abi_version": INT, "plugins": list, "devices": list,
        "selected": dict, "search_path": list, "errors": list,
-       "hidden_devices": list}
+       "hidden_devices": list, "comm_engines": list}
 PLUGIN = {"name": NULLSTR, "path": STR, "source": NULLSTR, "origin": STR,
           "version": NULLSTR, "abi_version": INT, "abi_minor": INT,
           "stage": STR, "state": STR,
@@ -55,6 +55,7 @@ SELECTED = {"device": NULLSTR, "backend_env": NULLSTR, "status": NULLSTR,
             "error": NULLSTR}
 SEARCH = {"path": STR, "origin": STR}
 ERROR = {"plugin": NULLSTR, "message": STR}
+ENGINE = {"name": STR, "path": STR, "status": STR, "message": STR}
 
 
 def fail(msg):
@@ -136,6 +137,10 @@ def check_schema(doc):
         check_object("search_path[%d]" % i, s, SEARCH)
         if s["origin"] not in ORIGINS:
             fail("search_path[%d]: origin %r" % (i, s["origin"]))
+    for i, e in enumerate(doc["comm_engines"]):
+        check_object("comm_engines[%d]" % i, e, ENGINE)
+        if not e["status"].startswith("ACCEL_"):
+            fail("comm_engines[%d]: status %r" % (i, e["status"]))
     for i, e in enumerate(doc["errors"]):
         check_object("errors[%d]" % i, e, ERROR)
     # Every failed, crashed or timed-out plugin is also an error.

@@ -110,6 +110,10 @@ typedef struct info_report {
   size_t error_count;
   info_hidden_t* hidden;  // devices ACCEL_VISIBLE_DEVICES hides
   size_t hidden_count;
+  // Collectives engines (docs/collectives.md), as the library reports
+  // them; listed without opening their libraries.
+  accel_plugin_report_t* engines;
+  size_t engine_count;
 } info_report_t;
 
 // Discovers plugins with accel_init() (honouring `options`) and fills

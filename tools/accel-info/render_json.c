@@ -205,6 +205,24 @@ void info_render_json(const info_report_t* r, FILE* out) {
   }
   json_end_array(&w);
 
+  // Collectives engines: found and loaded, their libraries not opened.
+  json_key(&w, "comm_engines");
+  json_begin_array(&w);
+  for (size_t i = 0; i < r->engine_count; ++i) {
+    const accel_plugin_report_t* e = &r->engines[i];
+    json_begin_object(&w);
+    json_key(&w, "name");
+    json_string(&w, e->name != NULL ? e->name : "");
+    json_key(&w, "path");
+    json_string(&w, e->path);
+    json_key(&w, "status");
+    json_string(&w, accel_status_string(e->status));
+    json_key(&w, "message");
+    json_string(&w, e->message != NULL ? e->message : "");
+    json_end_object(&w);
+  }
+  json_end_array(&w);
+
   json_key(&w, "selected");
   info_json_selected(&w, r);
 

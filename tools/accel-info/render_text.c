@@ -148,10 +148,11 @@ static void info_render_device(const info_device_t* d, FILE* out) {
   }
   fputc('\n', out);
   if (in->module_target[0] != '\0' || in->module_formats[0] != '\0') {
+    // Formats that only repeat the target (OpenCL: "opencl-c") add nothing.
+    bool also = in->module_formats[0] != '\0' &&
+                strcmp(in->module_formats, in->module_target) != 0;
     fprintf(out, "      modules %s%s%s\n", info_or_dash(in->module_target),
-            in->module_formats[0] != '\0' ? ", also " : "",
-            in->module_formats[0] != '\0' ? info_or_dash(in->module_formats)
-                                           : "");
+            also ? ", also " : "", also ? info_or_dash(in->module_formats) : "");
   }
   fprintf(out, "      capabilities:");
   bool any = false;
@@ -202,6 +203,24 @@ static void info_render_devices(const info_report_t* r,
   }
 }
 
+static void info_render_engines(const info_report_t* r,
+                                const info_text_options_t* o, FILE* out) {
+  if (r->engine_count == 0) return;
+  fprintf(out, "\n%sCollectives engines (%zu)%s\n", o->color ? INFO_BOLD : "",
+          r->engine_count, o->color ? INFO_RESET : "");
+  for (size_t i = 0; i < r->engine_count; ++i) {
+    const accel_plugin_report_t* e = &r->engines[i];
+    const char* name = e->name != NULL && e->name[0] != '\0' ? e->name : "?";
+    fprintf(out, "  %-8s %-12s %s", info_safe(name),
+            e->status == ACCEL_OK ? "ok" : accel_status_string(e->status),
+            info_safe(e->path));
+    if (e->message != NULL && e->message[0] != '\0') {
+      fprintf(out, "\n           %s", info_safe(e->message));
+    }
+    fputc('\n', out);
+  }
+}
+
 static void info_render_selection(const info_report_t* r,
                                   const info_text_options_t* o, FILE* out) {
   const char* env = r->backend_env;
@@ -233,6 +252,7 @@ void info_render_text(const info_report_t* r, const info_text_options_t* o,
           (unsigned)ACCEL_PLUGIN_ABI_VERSION);
   info_render_plugins(r, o, out);
   info_render_devices(r, o, out);
+  info_render_engines(r, o, out);
   info_render_selection(r, o, out);
   if (o->verbose) {
     fprintf(out, "\nSearch path (%zu), in order\n", r->search_count);

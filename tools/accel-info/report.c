@@ -273,6 +273,23 @@ static void info_collect_hidden(info_report_t* out) {
   }
 }
 
+static void info_collect_engines(info_report_t* out) {
+  size_t count = 0;
+  if (accel_comm_engine_report_count(&count) != ACCEL_OK || count == 0) {
+    return;
+  }
+  out->engines = calloc(count, sizeof(*out->engines));
+  if (out->engines == NULL) {
+    info_report_add_error(out, NULL, false, "out of memory");
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    accel_plugin_report_t* e = &out->engines[out->engine_count];
+    e->struct_size = sizeof(*e);
+    if (accel_comm_engine_report_get(i, e) == ACCEL_OK) out->engine_count++;
+  }
+}
+
 static void info_collect_selection(info_report_t* out) {
   out->backend_env = info_backend_env();
   accel_device_t* device = NULL;
@@ -328,6 +345,7 @@ void info_report_collect(const info_collect_options_t* options,
   if (!info_collect_plugins(options, out)) return;
   info_collect_devices(options, out);
   info_collect_hidden(out);
+  info_collect_engines(out);
   // Selection may open devices again; a crash there is not one plugin's
   // probe, so say so before starting.
   if (options->mark != NULL) {
@@ -350,6 +368,7 @@ void info_report_deinit(info_report_t* report) {
   free(report->plugins);
   free(report->devices);
   free(report->hidden);
+  free(report->engines);
   free(report->search_paths);
   free(report->search_origins);
   free(report->select_error);
