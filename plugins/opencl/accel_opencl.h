@@ -228,6 +228,14 @@ accel_status_t accel_opencl_device_can_access_peer(void* device,
 // Memory (memory.c)
 // ---------------------------------------------------------------------------
 
+// A pinned host block (host_alloc): the CL_MEM_ALLOC_HOST_PTR buffer
+// behind it and its mapping, listed in device->pinned until host_free.
+struct accel_opencl_pinned {
+  struct accel_opencl_pinned* next;
+  cl_mem mem;
+  void* ptr;
+};
+
 // A device allocation. Every `void* mem` the core passes is one of these.
 typedef struct accel_opencl_mem {
   cl_mem mem;

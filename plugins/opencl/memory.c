@@ -10,13 +10,6 @@
 
 #include "accel_opencl.h"
 
-// A pinned host block: the buffer behind it and the mapped pointer.
-struct accel_opencl_pinned {
-  struct accel_opencl_pinned* next;
-  cl_mem mem;
-  void* ptr;
-};
-
 // A same-buffer move that would take more pieces than this goes through a
 // temporary buffer instead (two copies, however far apart the regions).
 #define ACCEL_OPENCL_MOVE_MAX_PIECES 8

@@ -8,8 +8,9 @@
 // checks that stream_query never blocks, that a failed command becomes
 // the stream's sticky error for synchronize and query, that elapsed time
 // of an event not yet reached is NOT_READY, that a stream waiting for an
-// event of another stream waits, and that the pending-event list is
-// pruned instead of growing. Skips (77) without an OpenCL device.
+// event of another stream waits, that the pending-event list is pruned
+// instead of growing, and that pinned blocks are released. Skips (77)
+// without an OpenCL device.
 #include <time.h>
 
 #include "accel_opencl.h"
@@ -157,6 +158,25 @@ TEST(pending_list_pruned) {
   ASSERT_EQ(stream->pending_count, 0);
   fx.ops->stream_destroy(stream);
   fx.ops->mem_free(device, mem);
+  ocl_unload(&fx);
+}
+
+// Pinned blocks are mapped buffers the device keeps until host_free,
+// which unmaps and forgets each one, in any order.
+TEST(pinned_blocks_released) {
+  ocl_fixture_t fx;
+  OPEN_OR_SKIP(fx);
+  accel_opencl_device_t* device = fx.device;
+  void *a = NULL, *b = NULL;
+  OCL_ASSERT_OK(fx.ops->host_alloc(device, 1 << 16, &a));
+  OCL_ASSERT_OK(fx.ops->host_alloc(device, 1 << 12, &b));
+  ASSERT_NOT_NULL(device->pinned);
+  ASSERT(device->pinned->ptr == b && device->pinned->next->ptr == a);
+  memset(a, 1, 1 << 16);  // mapped for writing
+  fx.ops->host_free(device, a);
+  ASSERT(device->pinned->ptr == b && device->pinned->next == NULL);
+  fx.ops->host_free(device, b);
+  ASSERT_NULL(device->pinned);
   ocl_unload(&fx);
 }
 
