@@ -299,6 +299,18 @@ def text(b):
     return b.decode(errors="replace") if b else ""
 
 
+def host_bytes(data, writable=False):
+    """A ctypes char array over the bytes of a buffer-protocol object
+    (bytes, bytearray, array.array, a NumPy array), and its length. A
+    read-only object is copied first unless `writable` is required."""
+    view = memoryview(data).cast("B")
+    if view.readonly:
+        if writable:
+            raise TypeError("accel: the destination is read-only")
+        view = memoryview(bytearray(view))
+    return (ctypes.c_char * len(view)).from_buffer(view), len(view)
+
+
 class Handle:
     """A reference to a C handle, dropped by release() (idempotent), on
     garbage collection or at the end of a `with` block. Subclasses set

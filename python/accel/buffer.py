@@ -180,11 +180,8 @@ class Buffer(_lib.Handle):
 
     def write(self, data, offset=0):
         """Copies a bytes-like object (bytes, numpy array, ...) in."""
-        view = memoryview(data).cast("B")
-        if view.readonly:
-            view = memoryview(bytearray(view))
-        src = (ctypes.c_char * len(view)).from_buffer(view)
-        api.buffer_write(self.handle, offset, src, len(view))
+        src, size = _lib.host_bytes(data)
+        api.buffer_write(self.handle, offset, src, size)
 
     def read(self, size=None, offset=0):
         """Copies `size` bytes (default: to the end) out as bytes."""

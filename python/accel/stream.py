@@ -91,17 +91,13 @@ class Stream(_lib.Handle):
 
     # -- transfers; host memory must stay alive until synchronize() --
     def write(self, dst, data, offset=0):
-        view = memoryview(data).cast("B")
-        src = (ctypes.c_char * len(view)).from_buffer(view)
-        self._keep = getattr(self, "_keep", []) + [data]
-        api.stream_write_buffer(self.handle, dst.handle, offset, src,
-                                len(view))
+        src, size = _lib.host_bytes(data)
+        self._keep = getattr(self, "_keep", []) + [src]
+        api.stream_write_buffer(self.handle, dst.handle, offset, src, size)
 
     def read_into(self, src, out, offset=0):
-        view = memoryview(out).cast("B")
-        dst = (ctypes.c_char * len(view)).from_buffer(view)
-        api.stream_read_buffer(self.handle, src.handle, offset, dst,
-                               len(view))
+        dst, size = _lib.host_bytes(out, writable=True)
+        api.stream_read_buffer(self.handle, src.handle, offset, dst, size)
 
     def copy(self, dst, src, size, dst_offset=0, src_offset=0):
         api.stream_copy_buffer(self.handle, dst.handle, dst_offset,

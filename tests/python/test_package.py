@@ -216,7 +216,8 @@ class Streams(unittest.TestCase):
         out = bytearray(64)
         s.read_into(b, out)
         c = self.dev.buffer(64)
-        s.copy(c, b, 32, dst_offset=32)
+        s.write(c, b"\x07" * 8, offset=56)  # read-only bytes are copied
+        s.copy(c, b, 24, dst_offset=32)
         s.fill_bytes(c, 0, 32)
         start = s.record(timing=True)
         s.fill_bytes(b, 1)
@@ -224,7 +225,9 @@ class Streams(unittest.TestCase):
         s.synchronize()
         self.assertTrue(s.query())
         self.assertEqual(array.array("f", bytes(out)).tolist(), data.tolist())
-        self.assertEqual(c.read(32, 32), data.tobytes()[:32])
+        self.assertEqual(c.read(32, 32), data.tobytes()[:24] + b"\x07" * 8)
+        with self.assertRaises(TypeError):
+            s.read_into(b, b"immutable")
         end.synchronize()
         self.assertTrue(end.query())
         self.assertGreaterEqual(start.elapsed_ms(end), 0.0)
