@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
 // ACCEL_LOG handling: discovery decisions and warnings go to stderr only
-// when the user asks, in release builds too.
+// when the user asks, in release builds too, or to the application's own
+// logger through accel_log_set_callback().
 #define _GNU_SOURCE  // secure_getenv
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,14 @@
 // -2 for "nothing". Racy first reads are harmless: every thread computes
 // the same value.
 static atomic_int accel__log_level = -1;
+// Set by accel_log_set_level(): ACCEL_LOG is no longer read.
+static atomic_bool accel__log_level_forced = false;
+
+// The application's logger. Calls hold the read lock, so once
+// accel_log_set_callback() returns no thread still runs the old one.
+static pthread_rwlock_t accel__log_lock = PTHREAD_RWLOCK_INITIALIZER;
+static accel_log_fn_t accel__log_fn = NULL;
+static void* accel__log_user_data = NULL;
 
 const char* accel__getenv(const char* name) {
 #if defined(__GLIBC__)
@@ -38,6 +48,7 @@ static int accel__log_parse(const char* value) {
 }
 
 void accel__log_configure(void) {
+  if (atomic_load(&accel__log_level_forced)) return;
   atomic_store(&accel__log_level, accel__log_parse(accel__getenv("ACCEL_LOG")));
 }
 
@@ -58,6 +69,14 @@ void accel__vlog(accel_log_level_t level, const char* tag, const char* format,
   char line[1200];
   vsnprintf(line, sizeof(line), format, args);
   const char* name = (unsigned)level < 4 ? names[level] : "log";
+  pthread_rwlock_rdlock(&accel__log_lock);
+  accel_log_fn_t fn = accel__log_fn;
+  if (fn != NULL) {
+    fn(level, tag != NULL ? tag : "accel", line, accel__log_user_data);
+    pthread_rwlock_unlock(&accel__log_lock);
+    return;
+  }
+  pthread_rwlock_unlock(&accel__log_lock);
   if (tag != NULL) {
     fprintf(stderr, "accel[%s] %s: %s\n", name, tag, line);
   } else {
@@ -70,4 +89,23 @@ void accel__log(accel_log_level_t level, const char* format, ...) {
   va_start(args, format);
   accel__vlog(level, NULL, format, args);
   va_end(args);
+}
+
+void accel_log_set_callback(accel_log_fn_t fn, void* user_data) {
+  pthread_rwlock_wrlock(&accel__log_lock);
+  accel__log_fn = fn;
+  accel__log_user_data = fn != NULL ? user_data : NULL;
+  pthread_rwlock_unlock(&accel__log_lock);
+}
+
+accel_status_t accel_log_set_level(int level) {
+  if (level < -1 || level > (int)ACCEL_LOG_DEBUG) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_log_set_level: level %d is not -1 (nothing), "
+                       "ACCEL_LOG_ERROR .. ACCEL_LOG_DEBUG",
+                       level);
+  }
+  atomic_store(&accel__log_level_forced, true);
+  atomic_store(&accel__log_level, level == -1 ? -2 : level);
+  return ACCEL_OK;
 }

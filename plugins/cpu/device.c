@@ -84,7 +84,7 @@ accel_status_t accel_cpu_plugin_configure(accel_cpu_plugin_t* plugin) {
       plugin->configured = true;
       if (limit != 0) {
         host->log(host, ACCEL_LOG_INFO,
-                  "cpu: memory limited to %llu bytes per device",
+                  "memory limited to %llu bytes per device",
                   (unsigned long long)limit);
       }
     }
@@ -135,7 +135,7 @@ accel_status_t accel_cpu_device_open(void* plugin_ptr, uint32_t index,
   device->simd_width = info.simd_width;
   accel_cpu_gemm_features(plugin, info.name, device->gemm_features,
                           sizeof(device->gemm_features));
-  host->log(host, ACCEL_LOG_DEBUG, "cpu:%u: %s (%s, %s)", index, device->name,
+  host->log(host, ACCEL_LOG_DEBUG, "device %u: %s (%s, %s)", index, device->name,
             device->arch, device->features);
   *out_device = device;
   return ACCEL_OK;
@@ -147,7 +147,7 @@ void accel_cpu_device_close(void* device_ptr) {
   uint64_t leaked = atomic_load(&device->allocated);
   if (leaked != 0) {
     device->host->log(device->host, ACCEL_LOG_WARN,
-                      "cpu:%u: closed with %llu bytes still allocated",
+                      "device %u: closed with %llu bytes still allocated",
                       device->index, (unsigned long long)leaked);
   }
   free(device);

@@ -197,7 +197,7 @@ static double accel_cpu_engine_time(accel_cpu_plugin_t* plugin,
     if (accel_cpu_gemm_execute(plugin, pool, engine, g, message,
                                sizeof(message)) != ACCEL_OK) {
       plugin->host->log(plugin->host, ACCEL_LOG_INFO,
-                        "cpu: gemm engine %s failed its timing: %s",
+                        "gemm engine %s failed its timing: %s",
                         accel_cpu_engine_name(engine->id), message);
       return -1.0;
     }
@@ -254,7 +254,7 @@ static int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin,
   }
   free(buf);
   plugin->host->log(plugin->host, ACCEL_LOG_INFO,
-                    "cpu: gemm-%s timed at %llu^3 (GFLOP/s): %s -> %s",
+                    "gemm-%s timed at %llu^3 (GFLOP/s): %s -> %s",
                     accel_cpu_gemm_dtype_names[dt], (unsigned long long)n,
                     report, accel_cpu_engine_name(best_id));
   return best_id;
@@ -312,7 +312,7 @@ static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
         !accel_cpu_gemm_cache_store(path, e->key,
                                     accel_cpu_gemm_dtype_names[dt],
                                     (accel_cpu_engine_id_t)id)) {
-      host->log(host, ACCEL_LOG_DEBUG, "cpu: cannot write %s", path);
+      host->log(host, ACCEL_LOG_DEBUG, "cannot write %s", path);
     }
   }
   atomic_store(&plugin->gemm_choice[dt], (uint32_t)id + 1);
@@ -343,7 +343,7 @@ accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
     e = accel_cpu_engines_load(plugin, tried, sizeof(tried));
     plugin->engines_tried = true;
     if (e != NULL) {
-      host->log(host, ACCEL_LOG_INFO, "cpu: GEMM engines: %s", e->key);
+      host->log(host, ACCEL_LOG_INFO, "GEMM engines: %s", e->key);
       snprintf(plugin->engines_error, sizeof(plugin->engines_error),
                "not loaded: %s", tried[0] ? tried : "none");
       atomic_store(&plugin->engines, e);

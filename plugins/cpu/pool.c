@@ -261,7 +261,7 @@ static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
       // Run narrower rather than fail: every op still works on fewer
       // threads, down to the caller alone.
       host->log(host, ACCEL_LOG_WARN,
-                "cpu: started %u of %u pool threads (pthread error %d)", i,
+                "started %u of %u pool threads (pthread error %d)", i,
                 width - 1, rc);
       break;
     }
@@ -297,7 +297,7 @@ accel_status_t accel_cpu_pool_get(accel_cpu_plugin_t* plugin,
       if (width == 0) width = accel_cpu_sysinfo_usable_cpus();
       status = accel_cpu_pool_create(host, width, &pool);
       if (status == ACCEL_OK) {
-        host->log(host, ACCEL_LOG_DEBUG, "cpu: thread pool of %u threads",
+        host->log(host, ACCEL_LOG_DEBUG, "thread pool of %u threads",
                   pool->width);
         atomic_store(&plugin->pool, pool);
       }

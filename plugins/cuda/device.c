@@ -26,7 +26,7 @@ accel_status_t accel_cuda_device_count(void* plugin_ptr, uint32_t* out_count) {
         accel_cuda_driver_open(host, cu, &no_device, plugin->driver_error,
                                sizeof(plugin->driver_error));
     if (plugin->driver_status == ACCEL_OK && no_device) {
-      host->log(host, ACCEL_LOG_INFO, "cuda: %s", plugin->driver_error);
+      host->log(host, ACCEL_LOG_INFO, "%s", plugin->driver_error);
     } else if (plugin->driver_status == ACCEL_OK) {
       int count = 0;
       CUresult r = cu->cuDeviceGetCount(&count);
@@ -39,13 +39,13 @@ accel_status_t accel_cuda_device_count(void* plugin_ptr, uint32_t* out_count) {
       } else {
         if ((uint32_t)count > ACCEL_CUDA_MAX_DEVICES) {
           host->log(host, ACCEL_LOG_WARN,
-                    "cuda: %d devices; only the first %u are used", count,
+                    "%d devices; only the first %u are used", count,
                     ACCEL_CUDA_MAX_DEVICES);
           count = (int)ACCEL_CUDA_MAX_DEVICES;
         }
         plugin->device_count = (uint32_t)count;
         host->log(host, ACCEL_LOG_DEBUG,
-                  "cuda: driver %s (CUDA %d), %d "
+                  "driver %s (CUDA %d), %d "
                   "device(s)",
                   cu->path, cu->version, count);
       }
@@ -215,7 +215,7 @@ accel_status_t accel_cuda_device_open(void* plugin_ptr, uint32_t index,
     free(device);
     return status;
   }
-  host->log(host, ACCEL_LOG_DEBUG, "cuda:%u: %s (%s, %u SMs)", index,
+  host->log(host, ACCEL_LOG_DEBUG, "device %u: %s (%s, %u SMs)", index,
             device->name, device->arch, device->sms);
   *out_device = device;
   return ACCEL_OK;

@@ -196,7 +196,7 @@ static accel_status_t accel_cuda_blas_get(accel_cuda_plugin_t* plugin,
         accel_cuda_blas_open(plugin->host, plugin->driver.version,
                              plugin->blas_error, sizeof(plugin->blas_error));
     if (blas != NULL) {
-      plugin->host->log(plugin->host, ACCEL_LOG_INFO, "cuda: GEMM on %s",
+      plugin->host->log(plugin->host, ACCEL_LOG_INFO, "GEMM on %s",
                         blas->name);
       atomic_store(&plugin->blas, blas);
     }

@@ -57,7 +57,7 @@ accel_status_t accel_opencl_icd_open(accel_opencl_plugin_t* plugin) {
   ACCEL_OPENCL_FUNCS_OPTIONAL(ACCEL_OPENCL_RESOLVE)
 #undef ACCEL_OPENCL_RESOLVE
   plugin->icd = icd;
-  host->log(host, ACCEL_LOG_DEBUG, "opencl: ICD loader %s opened", path);
+  host->log(host, ACCEL_LOG_DEBUG, "ICD loader %s opened", path);
   return ACCEL_OK;
 }
 

@@ -81,14 +81,14 @@ const accel_rocm_blas_t* accel_rocm_blas_get(accel_rocm_plugin_t* plugin) {
     }
     plugin->blas_ok = found;
     if (found) {
-      host->log(host, ACCEL_LOG_INFO, "rocm: GEMM runs on %s, %s",
+      host->log(host, ACCEL_LOG_INFO, "GEMM runs on %s, %s",
                 blas->description,
                 blas->set_workspace != NULL
                     ? "workspace lent by accel"
                     : "its own workspace (no rocblas_set_workspace)");
     } else {
       host->log(host, ACCEL_LOG_INFO,
-                "rocm: GEMM runs on the plugin's tiled kernel (no rocBLAS: "
+                "GEMM runs on the plugin's tiled kernel (no rocBLAS: "
                 "%s)",
                 tried);
     }

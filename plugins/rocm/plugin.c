@@ -47,7 +47,7 @@ accel_status_t accel_rocm_plugin_runtime(accel_rocm_plugin_t* plugin,
     plugin->opened = true;
     if (plugin->status == ACCEL_OK) {
       host->log(host, ACCEL_LOG_DEBUG,
-                "rocm: %s: HIP %d, driver %d, %d device(s), hiprtc %s",
+                "%s: HIP %d, driver %d, %d device(s), hiprtc %s",
                 plugin->rt.path, plugin->rt.version, plugin->rt.driver_version,
                 plugin->rt.device_count, plugin->rt.has_rtc ? "yes" : "no");
     }

@@ -211,6 +211,29 @@ ACCEL_API const char* accel_status_string(accel_status_t status);
 ACCEL_API const char* accel_version_string(void);
 
 // ===========================================================================
+// Log: where accel's diagnostics go (core and plugins alike)
+// ===========================================================================
+
+// Receives one log line: `tag` is the plugin's name ("cpu", "cuda") or
+// "accel" for the core, `message` the text without prefix or newline. Both
+// strings are valid only during the call. Called on the thread that logs,
+// possibly several threads at once; it must not call
+// accel_log_set_callback() itself (that would deadlock).
+typedef void (*accel_log_fn_t)(accel_log_level_t level, const char* tag,
+                               const char* message, void* user_data);
+
+// Routes accel's log to `fn` instead of stderr; NULL restores stderr.
+// Messages are filtered first by the level (ACCEL_LOG, or
+// accel_log_set_level()). Once this returns no thread is still inside the
+// previous callback. Thread-safe; survives accel_shutdown().
+ACCEL_API void accel_log_set_callback(accel_log_fn_t fn, void* user_data);
+
+// Sets the most verbose level logged (ACCEL_LOG_ERROR .. ACCEL_LOG_DEBUG),
+// or -1 for nothing, overriding ACCEL_LOG for the rest of the process.
+// Thread-safe. Returns ACCEL_ERROR_INVALID_ARGUMENT for another value.
+ACCEL_API accel_status_t accel_log_set_level(int level);
+
+// ===========================================================================
 // Load report (architecture decision 8): what the core found and why each
 // plugin did or did not load.
 // ===========================================================================
