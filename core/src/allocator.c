@@ -52,6 +52,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "trace.h"
 
 #define ACCEL__ROUND ((size_t)512)
 #define ACCEL__SMALL_REQUEST ((size_t)1 << 20)  // largest small request
@@ -678,6 +679,8 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
   b->stream = stream;
   b->stream_owned = stream != NULL && b->segment->pool->stream == stream;
   a->stats.allocated_bytes += b->size;
+  accel__trace_counter(device->uri, a->stats.allocated_bytes,
+                       a->stats.reserved_bytes);
   a->stats.requested_bytes += size;
   a->stats.active_blocks++;
   ACCEL__PEAK(a, allocated_bytes, allocated_bytes_peak);
@@ -820,6 +823,8 @@ void accel__allocator_free(accel_buffer_t* buffer) {
     }
   }
   a->stats.allocated_bytes -= b->size;
+  accel__trace_counter(a->device->uri, a->stats.allocated_bytes,
+                       a->stats.reserved_bytes);
   a->stats.requested_bytes -= buffer->size;
   b->stream = NULL;
   b->stream_owned = false;
@@ -1001,6 +1006,7 @@ void accel__allocator_stream_dead(accel_stream_t* stream) {
 
 accel_status_t accel_stream_alloc_buffer(accel_stream_t* stream, size_t size,
                                          accel_buffer_t** out_buffer) {
+  ACCEL__TRACE_API("accel_stream_alloc_buffer");
   if (out_buffer != NULL) *out_buffer = NULL;
   if (stream == NULL || out_buffer == NULL || size == 0) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "trace.h"
 
 accel_status_t accel__check_range(const char* what, const char* operand,
                                   const accel_buffer_t* buffer, size_t offset,
@@ -37,6 +38,7 @@ accel_status_t accel__check_range(const char* what, const char* operand,
 
 accel_status_t accel_buffer_create(accel_device_t* device, size_t size,
                                    accel_buffer_t** out_buffer) {
+  ACCEL__TRACE_API("accel_buffer_create");
   if (out_buffer != NULL) *out_buffer = NULL;
   if (device == NULL || out_buffer == NULL || size == 0) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -71,6 +73,7 @@ void accel_buffer_retain(accel_buffer_t* buffer) {
 }
 
 void accel_buffer_release(accel_buffer_t* buffer) {
+  ACCEL__TRACE_API("accel_buffer_release");
   if (buffer == NULL) return;
   unsigned refs = atomic_load(&buffer->refs);
   do {
@@ -128,6 +131,7 @@ accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer,
 
 accel_status_t accel_buffer_write(accel_buffer_t* buffer, size_t offset,
                                   const void* src, size_t size) {
+  ACCEL__TRACE_API("accel_buffer_write");
   accel_status_t status =
       accel__check_range("accel_buffer_write", "dst", buffer, offset, size);
   if (status != ACCEL_OK) return status;
@@ -142,6 +146,7 @@ accel_status_t accel_buffer_write(accel_buffer_t* buffer, size_t offset,
 
 accel_status_t accel_buffer_read(accel_buffer_t* buffer, size_t offset,
                                  void* dst, size_t size) {
+  ACCEL__TRACE_API("accel_buffer_read");
   accel_status_t status =
       accel__check_range("accel_buffer_read", "src", buffer, offset, size);
   if (status != ACCEL_OK) return status;
@@ -181,6 +186,7 @@ accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,
 accel_status_t accel_buffer_copy(accel_buffer_t* dst, size_t dst_offset,
                                  accel_buffer_t* src, size_t src_offset,
                                  size_t size) {
+  ACCEL__TRACE_API("accel_buffer_copy");
   accel_status_t status =
       accel__check_range("accel_buffer_copy", "dst", dst, dst_offset, size);
   if (status == ACCEL_OK) {
@@ -206,6 +212,7 @@ accel_status_t accel_buffer_copy(accel_buffer_t* dst, size_t dst_offset,
 
 accel_status_t accel_buffer_fill(accel_buffer_t* buffer, size_t offset,
                                  uint8_t value, size_t size) {
+  ACCEL__TRACE_API("accel_buffer_fill");
   accel_status_t status =
       accel__check_range("accel_buffer_fill", "dst", buffer, offset, size);
   if (status != ACCEL_OK) return status;

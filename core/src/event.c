@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "trace.h"
 
 accel_status_t accel_event_create(accel_device_t* device,
                                   accel_event_flags_t flags,
@@ -56,6 +57,7 @@ void accel_event_release(accel_event_t* event) {
 
 accel_status_t accel_event_record(accel_event_t* event,
                                   accel_stream_t* stream) {
+  ACCEL__TRACE_API("accel_event_record");
   if (event == NULL || stream == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_event_record: event and stream are required");
@@ -73,6 +75,7 @@ accel_status_t accel_event_record(accel_event_t* event,
 }
 
 accel_status_t accel_event_synchronize(accel_event_t* event) {
+  ACCEL__TRACE_API("accel_event_synchronize");
   if (event == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_event_synchronize: event is NULL");
@@ -81,6 +84,7 @@ accel_status_t accel_event_synchronize(accel_event_t* event) {
 }
 
 accel_status_t accel_event_query(accel_event_t* event, bool* out_done) {
+  ACCEL__TRACE_API("accel_event_query");
   if (out_done != NULL) *out_done = false;
   if (event == NULL || out_done == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "trace.h"
 
 accel__state_t accel__state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -400,6 +401,7 @@ accel_status_t accel__ensure_init(void) {
 }
 
 void accel_shutdown(void) {
+  accel__trace_flush();
   accel__engines_shutdown();
   accel__state_t* st = &accel__state;
   pthread_mutex_lock(&st->lock);

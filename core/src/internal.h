@@ -260,6 +260,7 @@ struct accel_stream {
 
 struct accel_event {
   atomic_uint refs;
+  _Atomic(void*) trace;  // trace_stream.c's state while tracing, or NULL
   accel_device_t* device;
   void* impl;
   accel_event_flags_t flags;

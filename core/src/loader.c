@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "trace.h"
 
 // Records the outcome of loading `plugin`. The message is formatted into
 // the report (the load report outlives any thread-local message).
@@ -564,6 +565,7 @@ static uint32_t accel__count_cap(accel__plugin_t* plugin, uint32_t count) {
              "used",
              plugin->path, plugin->name, count, ACCEL__MAX_PLUGIN_DEVICES);
   return ACCEL__MAX_PLUGIN_DEVICES;
+  accel__trace_instant("plugin load", plugin->path);
 }
 
 void accel__plugin_probe(accel__plugin_t* plugin) {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "trace.h"
 
 // Largest file accel_module_create_from_file() reads.
 #define ACCEL__MODULE_FILE_MAX ((size_t)1 << 30)
@@ -132,6 +133,7 @@ accel_status_t accel__module_load_image(const char* what,
 
 accel_status_t accel_module_create(accel_device_t* device, const void* image,
                                    size_t size, accel_module_t** out_module) {
+  ACCEL__TRACE_API("accel_module_create");
   static const char what[] = "accel_module_create";
   if (out_module != NULL) *out_module = NULL;
   if (device == NULL || image == NULL || size == 0 || out_module == NULL) {
@@ -265,6 +267,7 @@ static accel_status_t accel__open_regular(const char* what, const char* path,
 accel_status_t accel_module_create_from_file(accel_device_t* device,
                                              const char* path,
                                              accel_module_t** out_module) {
+  ACCEL__TRACE_API("accel_module_create_from_file");
   static const char what[] = "accel_module_create_from_file";
   if (out_module != NULL) *out_module = NULL;
   if (device == NULL || path == NULL || out_module == NULL) {
@@ -546,6 +549,7 @@ accel_status_t accel_kernel_launch(accel_kernel_t* kernel,
                                    const accel_launch_config_t* config,
                                    size_t num_args,
                                    const accel_kernel_arg_t* args) {
+  ACCEL__TRACE_STREAM_API("accel_kernel_launch", stream);
   static const char what[] = "accel_kernel_launch";
   if (kernel == NULL || stream == NULL || config == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "trace.h"
 #include "visible.h"
 
 // First-party backends are always "known", installed or not, so that
@@ -247,6 +248,7 @@ static accel_status_t accel__select(const char* label, const char* spec,
                    (*out_device)->uri, reasons);
       }
       if (items[i].is_auto) accel__note_cpu_fallback(*out_device);
+      accel__trace_instant("device selection", (*out_device)->uri);
       pthread_mutex_unlock(&accel__state.lock);
       return ACCEL_OK;
     }
@@ -290,5 +292,8 @@ accel_status_t accel_device_open(const char* uri, accel_device_t** out_device) {
   pthread_mutex_lock(&accel__state.lock);
   status = accel__item_open(&item, ACCEL_ERROR_NOT_FOUND, out_device);
   pthread_mutex_unlock(&accel__state.lock);
+  if (status == ACCEL_OK) {
+    accel__trace_instant("device selection", (*out_device)->uri);
+  }
   return status;
 }

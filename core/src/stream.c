@@ -5,10 +5,12 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "trace.h"
 
 accel_status_t accel_stream_create(accel_device_t* device,
                                    accel_stream_flags_t flags,
                                    accel_stream_t** out_stream) {
+  ACCEL__TRACE_API("accel_stream_create");
   if (out_stream != NULL) *out_stream = NULL;
   if (device == NULL || out_stream == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -42,12 +44,14 @@ void accel_stream_retain(accel_stream_t* stream) {
 }
 
 void accel_stream_release(accel_stream_t* stream) {
+  ACCEL__TRACE_API("accel_stream_release");
   if (stream == NULL || atomic_fetch_sub(&stream->refs, 1) != 1) return;
   accel_device_t* device = stream->device;
   // The allocator must know before the plugin stream goes (it may be
   // recording an event on it) and after its work is done (its cached
   // blocks become everyone's). Buffers may still hold weak references.
   accel__allocator_stream_dying(stream);
+  accel__trace_stream_release(stream);
   device->ops->stream_destroy(stream->impl);
   accel__allocator_stream_dead(stream);
   accel_device_release(device);
@@ -77,14 +81,18 @@ accel_device_t* accel_stream_device(const accel_stream_t* stream) {
 }
 
 accel_status_t accel_stream_synchronize(accel_stream_t* stream) {
+  ACCEL__TRACE_API("accel_stream_synchronize");
   if (stream == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_stream_synchronize: stream is NULL");
   }
-  return stream->device->ops->stream_synchronize(stream->impl);
+  accel_status_t status = stream->device->ops->stream_synchronize(stream->impl);
+  if (status == ACCEL_OK) accel__trace_stream_resolve(stream);
+  return status;
 }
 
 accel_status_t accel_stream_query(accel_stream_t* stream, bool* out_done) {
+  ACCEL__TRACE_API("accel_stream_query");
   if (out_done != NULL) *out_done = false;
   if (stream == NULL || out_done == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -95,6 +103,7 @@ accel_status_t accel_stream_query(accel_stream_t* stream, bool* out_done) {
 
 accel_status_t accel_stream_wait_event(accel_stream_t* stream,
                                        accel_event_t* event) {
+  ACCEL__TRACE_API("accel_stream_wait_event");
   if (stream == NULL || event == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_stream_wait_event: stream and event are "
@@ -140,6 +149,7 @@ static accel_status_t accel__check_stream_op(const char* what,
 accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
                                          accel_buffer_t* dst, size_t dst_offset,
                                          const void* src, size_t size) {
+  ACCEL__TRACE_STREAM_API("accel_stream_write_buffer", stream);
   static const char what[] = "accel_stream_write_buffer";
   accel_status_t status =
       accel__check_stream_op(what, "dst", stream, dst, dst_offset, size);
@@ -157,6 +167,7 @@ accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
 accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
                                         accel_buffer_t* src, size_t src_offset,
                                         void* dst, size_t size) {
+  ACCEL__TRACE_STREAM_API("accel_stream_read_buffer", stream);
   static const char what[] = "accel_stream_read_buffer";
   accel_status_t status =
       accel__check_stream_op(what, "src", stream, src, src_offset, size);
@@ -175,6 +186,7 @@ accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
                                         accel_buffer_t* dst, size_t dst_offset,
                                         accel_buffer_t* src, size_t src_offset,
                                         size_t size) {
+  ACCEL__TRACE_STREAM_API("accel_stream_copy_buffer", stream);
   static const char what[] = "accel_stream_copy_buffer";
   accel_status_t status =
       accel__check_stream_op(what, "dst", stream, dst, dst_offset, size);
@@ -206,6 +218,7 @@ accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
 accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,
                                         accel_buffer_t* dst, size_t offset,
                                         uint8_t value, size_t size) {
+  ACCEL__TRACE_STREAM_API("accel_stream_fill_buffer", stream);
   accel_status_t status = accel__check_stream_op(
       "accel_stream_fill_buffer", "dst", stream, dst, offset, size);
   if (status == ACCEL_OK) status = accel__buffer_use(dst, stream);

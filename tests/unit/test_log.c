@@ -14,9 +14,9 @@
 typedef struct seen {
   pthread_mutex_t lock;
   int total;
-  int core;      // tag "accel"
-  int plugin;    // tag "cpu"
-  int doubled;   // message starting with "<tag>: "
+  int core;         // tag "accel"
+  int plugin;       // tag "cpu"
+  int doubled;      // message starting with "<tag>: "
   int too_verbose;  // a message above `max_level`
   int max_level;
 } seen_t;

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+//
+// ACCEL_TRACE=FILE.json: a Chrome Trace Event / Perfetto timeline. Events
+// are formatted when they happen into one 64 KiB buffer, which is written
+// to the file whenever it fills. Every flush (accel_shutdown, exit) ends
+// the file with "]" and the dropped-events counter so it is valid JSON;
+// the next write seeks back over that footer. At most
+// ACCEL_TRACE_MAX_EVENTS events (default 1000000) are written; later ones
+// are counted as dropped.
+#define _GNU_SOURCE  // syscall
+#include "trace.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+atomic_bool accel__trace_on = false;
+
+static pthread_mutex_t accel__trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE* accel__trace_file;
+static long accel__trace_footer_at = -1;  // where the footer starts, or -1
+static char accel__trace_buf[65536];
+static size_t accel__trace_used;
+static uint64_t accel__trace_events;
+static uint64_t accel__trace_max = 1000000;
+static atomic_uint_least64_t accel__trace_lost;
+static int64_t accel__trace_t0;
+static int accel__trace_pid;
+
+int64_t accel__trace_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static unsigned accel__trace_tid(void) {
+  static _Thread_local unsigned tid;
+  if (tid == 0) tid = (unsigned)syscall(SYS_gettid);
+  return tid;
+}
+
+// Writes `src` as the inside of a JSON string into `dst` (truncating).
+static void accel__trace_escape(char* dst, size_t size, const char* src) {
+  size_t n = 0;
+  for (; src != NULL && *src != '\0' && n + 7 < size; src++) {
+    unsigned char c = (unsigned char)*src;
+    if (c == '"' || c == '\\') {
+      dst[n++] = '\\';
+      dst[n++] = (char)c;
+    } else if (c < 0x20) {
+      n += (size_t)snprintf(dst + n, size - n, "\\u%04x", c);
+    } else {
+      dst[n++] = (char)c;
+    }
+  }
+  dst[n] = '\0';
+}
+
+// Microseconds since the trace began, as "123.456".
+static void accel__trace_ts(char* dst, size_t size, int64_t ns) {
+  int64_t rel = ns - accel__trace_t0;
+  if (rel < 0) rel = 0;
+  snprintf(dst, size, "%" PRId64 ".%03d", rel / 1000, (int)(rel % 1000));
+}
+
+// Called with the lock held: buffered text goes to the file, over the
+// footer of the last flush.
+static void accel__trace_write_out(void) {
+  if (accel__trace_footer_at >= 0) {
+    fseek(accel__trace_file, accel__trace_footer_at, SEEK_SET);
+    accel__trace_footer_at = -1;
+  }
+  fwrite(accel__trace_buf, 1, accel__trace_used, accel__trace_file);
+  accel__trace_used = 0;
+}
+
+// Appends one event object (without separator).
+static void accel__trace_emit(const char* text) {
+  size_t n = strlen(text);
+  pthread_mutex_lock(&accel__trace_lock);
+  if (accel__trace_file == NULL || accel__trace_events >= accel__trace_max ||
+      n + 2 > sizeof(accel__trace_buf)) {
+    atomic_fetch_add(&accel__trace_lost, 1);
+  } else {
+    if (accel__trace_used + n + 2 > sizeof(accel__trace_buf)) {
+      accel__trace_write_out();
+    }
+    memcpy(accel__trace_buf + accel__trace_used, ",\n", 2);
+    memcpy(accel__trace_buf + accel__trace_used + 2, text, n);
+    accel__trace_used += n + 2;
+    accel__trace_events++;
+  }
+  pthread_mutex_unlock(&accel__trace_lock);
+}
+
+void accel__trace_dropped(void) { atomic_fetch_add(&accel__trace_lost, 1); }
+
+void accel__trace_flush(void) {
+  pthread_mutex_lock(&accel__trace_lock);
+  if (accel__trace_file != NULL) {
+    accel__trace_write_out();
+    accel__trace_footer_at = ftell(accel__trace_file);
+    fprintf(accel__trace_file,
+            "\n],\"accel_events\":%" PRIu64 ",\"accel_dropped_events\":%" PRIu64
+            "}\n",
+            accel__trace_events, (uint64_t)atomic_load(&accel__trace_lost));
+    fflush(accel__trace_file);
+    if (ftruncate(fileno(accel__trace_file), ftell(accel__trace_file)) != 0) {
+      accel__log(ACCEL_LOG_WARN, "ACCEL_TRACE: cannot truncate the file");
+    }
+  }
+  pthread_mutex_unlock(&accel__trace_lock);
+}
+
+static void accel__trace_atexit(void) { accel__trace_flush(); }
+
+__attribute__((constructor)) static void accel__trace_start(void) {
+  const char* path = accel__getenv("ACCEL_TRACE");
+  if (path == NULL || path[0] == '\0') return;
+  const char* max = accel__getenv("ACCEL_TRACE_MAX_EVENTS");
+  if (max != NULL && max[0] != '\0') accel__trace_max = strtoull(max, NULL, 10);
+  accel__trace_file = fopen(path, "w");
+  if (accel__trace_file == NULL) {
+    accel__log(ACCEL_LOG_WARN, "ACCEL_TRACE: cannot open %s; not tracing",
+               path);
+    return;
+  }
+  accel__trace_t0 = accel__trace_now();
+  accel__trace_pid = (int)getpid();
+  fprintf(accel__trace_file,
+          "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+          "\"args\":{\"name\":\"accel\"}}",
+          accel__trace_pid);
+  atexit(accel__trace_atexit);
+  atomic_store(&accel__trace_on, true);
+}
+
+static void accel__trace_complete(const char* name, unsigned tid,
+                                  int64_t start_ns, int64_t end_ns) {
+  char esc[192], ts[32], dur[32], text[384];
+  accel__trace_escape(esc, sizeof(esc), name);
+  accel__trace_ts(ts, sizeof(ts), start_ns);
+  int64_t d = end_ns > start_ns ? end_ns - start_ns : 0;
+  snprintf(dur, sizeof(dur), "%" PRId64 ".%03d", d / 1000, (int)(d % 1000));
+  snprintf(text, sizeof(text),
+           "{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%s,"
+           "\"dur\":%s}",
+           esc, accel__trace_pid, tid, ts, dur);
+  accel__trace_emit(text);
+}
+
+void accel__trace_span(const char* name, int64_t start_ns) {
+  accel__trace_complete(name, accel__trace_tid(), start_ns, accel__trace_now());
+}
+
+void accel__trace_device_span(uint32_t track, const char* name,
+                              int64_t start_ns, int64_t end_ns) {
+  accel__trace_complete(name, track, start_ns, end_ns);
+}
+
+void accel__trace_track_name(uint32_t track, const char* name) {
+  char esc[192], text[320];
+  accel__trace_escape(esc, sizeof(esc), name);
+  snprintf(text, sizeof(text),
+           "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
+           "\"args\":{\"name\":\"%s\"}}",
+           accel__trace_pid, track, esc);
+  accel__trace_emit(text);
+}
+
+void accel__trace_instant(const char* name, const char* detail) {
+  if (!accel__tracing()) return;
+  char esc[96], desc[256], ts[32], text[512];
+  accel__trace_escape(esc, sizeof(esc), name);
+  accel__trace_escape(desc, sizeof(desc), detail != NULL ? detail : "");
+  accel__trace_ts(ts, sizeof(ts), accel__trace_now());
+  snprintf(text, sizeof(text),
+           "{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%u,"
+           "\"ts\":%s,\"args\":{\"detail\":\"%s\"}}",
+           esc, accel__trace_pid, accel__trace_tid(), ts, desc);
+  accel__trace_emit(text);
+}
+
+void accel__trace_counter(const char* device_uri, uint64_t allocated,
+                          uint64_t reserved) {
+  if (!accel__tracing()) return;
+  char esc[96], ts[32], text[320];
+  accel__trace_escape(esc, sizeof(esc), device_uri);
+  accel__trace_ts(ts, sizeof(ts), accel__trace_now());
+  snprintf(text, sizeof(text),
+           "{\"name\":\"%s memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
+           "\"args\":{\"allocated\":%" PRIu64 ",\"reserved\":%" PRIu64 "}}",
+           esc, accel__trace_pid, ts, allocated, reserved);
+  accel__trace_emit(text);
+}
+
+void accel__trace_scope_begin(accel__trace_scope_t* scope) {
+  scope->start = accel__trace_now();
+  if (scope->stream != NULL) {
+    scope->slot =
+        accel__trace_stream_begin(scope->stream, scope->name, scope->start);
+  }
+}
+
+void accel__trace_scope_finish(accel__trace_scope_t* scope) {
+  if (scope->slot >= 0) accel__trace_stream_end(scope->stream, scope->slot);
+  accel__trace_span(scope->name, scope->start);
+}
