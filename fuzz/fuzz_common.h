@@ -4,8 +4,14 @@
 #ifndef ACCEL_FUZZ_FUZZ_COMMON_H_
 #define ACCEL_FUZZ_FUZZ_COMMON_H_
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+// libFuzzer's entry points (the optional set-up, and one input).
+int LLVMFuzzerInitialize(int* argc, char*** argv);
+int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 // Makes the fuzz fixture plugin (FUZZ_PLUGIN, set by fuzz/CMakeLists.txt)
 // the only plugin the core finds besides its install dir, which a fuzz

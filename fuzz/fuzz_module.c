@@ -19,9 +19,6 @@
 
 static accel_device_t* fuzz_devices[FUZZ_DEVICES];
 
-int LLVMFuzzerInitialize(int* argc, char*** argv);
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
-
 int LLVMFuzzerInitialize(int* argc, char*** argv) {
   (void)argc;
   (void)argv;

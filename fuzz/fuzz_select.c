@@ -13,9 +13,6 @@
 
 #include "fuzz_common.h"
 
-int LLVMFuzzerInitialize(int* argc, char*** argv);
-int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
-
 int LLVMFuzzerInitialize(int* argc, char*** argv) {
   (void)argc;
   (void)argv;
