@@ -26,6 +26,10 @@ rocm_packages=(libamdhip64-dev hipcc)
 opencl_packages=(opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1
   pocl-opencl-icd libclblast1)
 extra_packages=(libdnnl2 clang libclang-rt-14-dev)
+# Open MPI runs the collectives engine's tests (docs/collectives.md); the
+# Python package's tests use Debian's NumPy and PyTorch through DLPack
+# (docs/interop.md; PyTorch is about 1 GB installed).
+extra_packages+=(openmpi-bin libopenmpi-dev python3-numpy python3-torch)
 
 missing=()
 optional=()  # installed when the distribution has them (rocm_packages)
