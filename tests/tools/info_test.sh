@@ -196,11 +196,13 @@ case $CASE in
     ;;
   no_device)
     # A cpu plugin whose device_count fails leaves no device: exit 1 wins
-    # over exit 3 (the plugin failed too). On a GPU node the GPU plugins
-    # are pointed at drivers that do not exist, so no device is left.
+    # over exit 3 (the plugin failed too). On a GPU node the GPU plugins,
+    # and with an OpenCL runtime installed the OpenCL plugin, are pointed
+    # at libraries that do not exist, so no device is left.
     export ACCEL_CPU_DEVICES=bogus
     export ACCEL_CUDA_DRIVER=/nonexistent/libcuda.so.1
     export ACCEL_ROCM_RUNTIME=/nonexistent/libamdhip64.so
+    export ACCEL_OPENCL_ICD=/nonexistent/libOpenCL.so.1
     run
     expect_rc 1
     has '^Devices \(0\)'

@@ -32,17 +32,36 @@ static bool restart(int cpu_devices, bool with_fixtures) {
 
 // The usable backend with the highest priority: what "auto" must pick.
 static const char* best_backend(char* name, size_t size) {
+  // The selection rule (docs/user-guide.md): device type first (GPU, then
+  // other, then CPU), the native cpu plugin first among CPU devices, then
+  // priority, then discovery order.
   size_t count = 0;
-  int32_t best = INT32_MIN;
+  int64_t best = INT64_MIN;
   name[0] = '\0';
   if (accel_plugin_report_count(&count) != ACCEL_OK) return name;
   for (size_t i = 0; i < count; i++) {
     accel_plugin_report_t r;
     r.struct_size = sizeof(r);
     if (accel_plugin_report_get(i, &r) != ACCEL_OK) continue;
-    if (r.status == ACCEL_OK && r.device_count > 0 && r.priority > best) {
-      best = r.priority;
-      snprintf(name, size, "%s:0", r.name);
+    if (r.status != ACCEL_OK || r.device_count == 0) continue;
+    char uri[64];
+    snprintf(uri, sizeof(uri), "%s:0", r.name);
+    accel_device_t* d = NULL;
+    if (accel_device_open(uri, &d) != ACCEL_OK) continue;
+    accel_device_info_t info;
+    info.struct_size = sizeof(info);
+    accel_status_t s = accel_device_query_info(d, &info);
+    accel_device_release(d);
+    if (s != ACCEL_OK) continue;
+    int64_t type = info.type == ACCEL_DEVICE_TYPE_GPU     ? 3
+                   : info.type == ACCEL_DEVICE_TYPE_OTHER ? 2
+                                                          : 1;
+    int64_t native = type == 1 && strcmp(r.name, "cpu") == 0;
+    int64_t key =
+        (type << 40) + (native << 36) + ((int64_t)r.priority + (1 << 30));
+    if (key > best) {
+      best = key;
+      snprintf(name, size, "%s", uri);
     }
   }
   return name;
@@ -109,8 +128,8 @@ TEST(fall_through) {
   EXPECT_SELECT("cpu,fxgood", "cpu:0");
 }
 
-// "auto" takes the usable plugin with the highest priority: fxgood (50)
-// over cpu (0), unless a real GPU backend (higher still) is usable here.
+// "auto" takes the best device: fxgood's (type "other", priority 50)
+// over cpu:0 and over a CPU-type OpenCL device, unless a GPU is usable.
 TEST(auto_follows_priority) {
   ASSERT(restart(1, true));
   char best[64];
