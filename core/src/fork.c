@@ -93,6 +93,9 @@ ACCEL__STUB(op_gemm_workspace, (void* d, const accel_plugin_gemm_t* g,
 ACCEL__STUB(mem_address, (void* d, void* m, uint64_t o, uint64_t* a))
 ACCEL__STUB(mem_wrap, (void* d, uint64_t a, size_t s, void** o))
 ACCEL__VOID_STUB(mem_unwrap, (void* d, void* m))
+ACCEL__STUB(op_rng, (void* d, void* s, void* x, uint64_t o, uint32_t t,
+                     uint64_t n, uint32_t k, uint64_t seed, uint64_t off,
+                     double a, double b))
 ACCEL__VOID_STUB(device_close, (void* d))
 #pragma GCC diagnostic pop
 
@@ -125,6 +128,7 @@ static void accel__plugin_forked(accel__plugin_t* plugin) {
   ACCEL__SET(o, op_sum), ACCEL__SET(o, op_gemm);
   ACCEL__SET(o, op_gemm_workspace), ACCEL__SET(o, mem_address);
   ACCEL__SET(o, mem_wrap), ACCEL__SET(o, mem_unwrap);
+  ACCEL__SET(o, op_rng);
   ACCEL__SET(&plugin->desc, device_close);
 }
 

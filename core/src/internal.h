@@ -230,6 +230,10 @@ struct accel_device {
   // Created at open, destroyed at close (allocator.c, host_pool.c).
   accel__allocator_t* allocator;
   accel__host_pool_t* host_pool;
+  // Default random generator (rng.c): the seed XOR its default value, so
+  // the zeroed device starts at the default seed, and the offset in blocks.
+  _Atomic uint64_t rng_seed_xor;
+  _Atomic uint64_t rng_offset;
 };
 
 // A buffer is a block of the device's caching allocator: `impl` is the
@@ -291,6 +295,19 @@ static inline uint64_t accel__buffer_offset(const accel_buffer_t* buffer,
                                             size_t offset) {
   return (uint64_t)buffer->base + (uint64_t)offset;
 }
+// Built-in op checks shared by ops.c and rng.c (ops.c). check_operand:
+// `buffer` is non-NULL and on the stream's device, `offset` is a multiple
+// of the `dtype` element and, for count > 0, `count` elements fit; sets
+// `*out_bytes`. op_result: puts the call and the device in front of an
+// UNSUPPORTED message; returns `status`.
+accel_status_t accel__check_operand(const char* what, const char* operand,
+                                    const accel_stream_t* stream,
+                                    const accel_buffer_t* buffer, size_t offset,
+                                    accel_dtype_t dtype, size_t count,
+                                    size_t* out_bytes);
+accel_status_t accel__op_result(const char* what,
+                                const accel_stream_t* stream,
+                                accel_status_t status);
 
 // Checks that [offset, offset + size) lies within `buffer`; `what` names
 // the call and the operand in the message.

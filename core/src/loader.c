@@ -217,6 +217,18 @@ static void accel__default_mem_unwrap(void* device, void* mem) {
   (void)device, (void)mem;
 }
 
+static accel_status_t accel__default_op_rng(void* device, void* stream,
+                                            void* dst, uint64_t dst_offset,
+                                            uint32_t dtype, uint64_t count,
+                                            uint32_t distribution,
+                                            uint64_t seed, uint64_t offset,
+                                            double a, double b) {
+  (void)device, (void)stream, (void)dst, (void)dst_offset, (void)dtype;
+  (void)count, (void)distribution, (void)seed, (void)offset, (void)a;
+  (void)b;
+  return accel__op_unsupported("rng");
+}
+
 // Fills every built-in op the plugin left NULL (or predates) with a stub.
 static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->op_fill == NULL) o->op_fill = accel__default_op_fill;
@@ -233,6 +245,7 @@ static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->mem_address == NULL) o->mem_address = accel__default_mem_address;
   if (o->mem_wrap == NULL) o->mem_wrap = accel__default_mem_wrap;
   if (o->mem_unwrap == NULL) o->mem_unwrap = accel__default_mem_unwrap;
+  if (o->op_rng == NULL) o->op_rng = accel__default_op_rng;
 }
 
 static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,

@@ -84,12 +84,11 @@ static accel_status_t accel__check_dtype(const char* what, const char* operand,
 // Checks one buffer operand of `count` elements of `dtype` at `offset`:
 // present, on the stream's device and, if count > 0, in bounds. Sets
 // `*out_bytes` to the byte length of the range.
-static accel_status_t accel__check_operand(const char* what,
-                                           const char* operand,
-                                           const accel_stream_t* stream,
-                                           const accel_buffer_t* buffer,
-                                           size_t offset, accel_dtype_t dtype,
-                                           size_t count, size_t* out_bytes) {
+accel_status_t accel__check_operand(const char* what, const char* operand,
+                                    const accel_stream_t* stream,
+                                    const accel_buffer_t* buffer, size_t offset,
+                                    accel_dtype_t dtype, size_t count,
+                                    size_t* out_bytes) {
   if (buffer == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL",
                        what, operand);
@@ -145,9 +144,9 @@ static accel_status_t accel__check_alias(const char* what, const char* out_name,
 // A plugin's UNSUPPORTED (often the core's stub, which cannot know the
 // device) gets the call and the device put in front of its message. Only
 // on the failure path.
-static accel_status_t accel__op_result(const char* what,
-                                       const accel_stream_t* stream,
-                                       accel_status_t status) {
+accel_status_t accel__op_result(const char* what,
+                                const accel_stream_t* stream,
+                                accel_status_t status) {
   if (status != ACCEL_ERROR_UNSUPPORTED) return status;
   char reason[512];
   const char* message = accel_last_error();

@@ -425,6 +425,8 @@ void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
 // ---------------------------------------------------------------------------
 
 // Declared with the SDK's op function types (<accel/plugin.h>).
+// Counter-based random fill (rng.c, ABI 1.3).
+accel_plugin_op_rng_fn accel_cpu_op_rng;
 accel_plugin_op_fill_fn accel_cpu_op_fill;
 accel_plugin_op_cast_fn accel_cpu_op_cast;
 accel_plugin_op_scale_fn accel_cpu_op_scale;

@@ -80,6 +80,7 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .mem_address = accel_cpu_mem_address,
     .mem_wrap = accel_cpu_mem_wrap,
     .mem_unwrap = accel_cpu_mem_unwrap,
+    .op_rng = accel_cpu_op_rng,
 };
 
 static const accel_plugin_t accel_cpu_plugin = {

@@ -88,7 +88,7 @@ accel_status_t accel_cuda_device_count(void* plugin, uint32_t* out_count);
 
 // Kernels of the embedded ops module (ops.c), indexed by
 // accel_cuda_kernel_t.
-#define ACCEL_CUDA_KERNEL_COUNT 45
+#define ACCEL_CUDA_KERNEL_COUNT 46
 
 // One opened device: its primary context, retained at open and released
 // at close, and properties read once at open.
@@ -278,7 +278,8 @@ typedef enum accel_cuda_kernel {
   ACCEL_CUDA_K_SUM_PARTIAL = 34,  // (4)
   ACCEL_CUDA_K_SUM_FINAL = 38,    // (4)
   ACCEL_CUDA_K_GEMM_SCALE = 42,   // + dtype, floats only (3)
-  ACCEL_CUDA_K_END = 45,
+  ACCEL_CUDA_K_RNG = 45,          // every dtype and distribution (1)
+  ACCEL_CUDA_K_END = 46,
 } accel_cuda_kernel_t;
 
 // Launches ops kernel `kernel` on `stream` over `count` elements (1-D
@@ -292,6 +293,11 @@ accel_status_t accel_cuda_ops_launch(accel_cuda_stream_t* stream,
 accel_status_t accel_cuda_op_fill(void* device, void* stream, void* dst,
                                   uint64_t dst_offset, uint32_t dtype,
                                   uint64_t count, double value);
+accel_status_t accel_cuda_op_rng(void* device, void* stream, void* dst,
+                                 uint64_t dst_offset, uint32_t dtype,
+                                 uint64_t count, uint32_t distribution,
+                                 uint64_t seed, uint64_t offset, double a,
+                                 double b);
 accel_status_t accel_cuda_op_cast(void* device, void* stream, void* dst,
                                   uint64_t dst_offset, uint32_t dst_dtype,
                                   const void* src, uint64_t src_offset,

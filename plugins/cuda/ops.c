@@ -43,7 +43,7 @@ static const char* const accel_cuda_kernel_names[ACCEL_CUDA_KERNEL_COUNT] = {
     "accel_cuda_sum_final_f32",    "accel_cuda_sum_final_f16",
     "accel_cuda_sum_final_bf16",   "accel_cuda_sum_final_i32",
     "accel_cuda_gemm_scale_f32",   "accel_cuda_gemm_scale_f16",
-    "accel_cuda_gemm_scale_bf16",
+    "accel_cuda_gemm_scale_bf16",  "accel_cuda_rng",
 };
 
 _Static_assert(ACCEL_CUDA_K_END == ACCEL_CUDA_KERNEL_COUNT,
@@ -138,6 +138,23 @@ accel_status_t accel_cuda_op_fill(void* device, void* stream, void* dst,
   void* params[] = {&z, &n, &value};
   return accel_cuda_ops_launch(stream, ACCEL_CUDA_K_FILL + dtype, count, params,
                                "fill");
+}
+
+// One thread per Philox block of four elements (<accel/philox.h>); the
+// bounds go in as f32, converted here as every plugin converts them.
+accel_status_t accel_cuda_op_rng(void* device, void* stream, void* dst,
+                                 uint64_t dst_offset, uint32_t dtype,
+                                 uint64_t count, uint32_t distribution,
+                                 uint64_t seed, uint64_t offset, double a,
+                                 double b) {
+  (void)device;
+  CUdeviceptr z = accel_cuda_ptr(dst, dst_offset);
+  unsigned long long n = count, s = seed, o = offset;
+  unsigned kind = distribution, type = dtype;
+  float fa = (float)a, fb = (float)b;
+  void* params[] = {&z, &n, &kind, &type, &s, &o, &fa, &fb};
+  return accel_cuda_ops_launch(stream, ACCEL_CUDA_K_RNG, (count + 3) / 4,
+                               params, "rng");
 }
 
 accel_status_t accel_cuda_op_cast(void* device, void* stream, void* dst,

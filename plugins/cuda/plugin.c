@@ -81,6 +81,8 @@ static const accel_device_ops_t accel_cuda_device_ops = {
     .op_gemm = accel_cuda_op_gemm,
     // -- since ABI 1.2 --
     .op_gemm_workspace = accel_cuda_op_gemm_workspace,
+    // -- since ABI 1.3 --
+    .op_rng = accel_cuda_op_rng,
 };
 
 static const accel_plugin_t accel_cuda_plugin = {

@@ -72,6 +72,7 @@ enum {
   ACCEL_OPENCL_K_SUM_PARTIAL,
   ACCEL_OPENCL_K_SUM_FINAL,
   ACCEL_OPENCL_K_GEMM,
+  ACCEL_OPENCL_K_RNG,
   ACCEL_OPENCL_K_COUNT
 };
 
@@ -92,6 +93,13 @@ typedef struct accel_opencl_builtins {
 // accel_opencl_builtins_release. Thread-safe.
 accel_status_t accel_opencl_builtins_get(accel_opencl_device_t* device,
                                          accel_opencl_builtins_t** out);
+
+// Counter-based random fill (rng.c, kernels/rng.cl; ABI 1.3).
+accel_status_t accel_opencl_op_rng(void* device, void* stream, void* dst,
+                                   uint64_t dst_offset, uint32_t dtype,
+                                   uint64_t count, uint32_t distribution,
+                                   uint64_t seed, uint64_t offset, double a,
+                                   double b);
 
 // Bytes of one element of `dtype` (0 for an unknown dtype).
 size_t accel_opencl_dtype_size(uint32_t dtype);

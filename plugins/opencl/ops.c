@@ -35,7 +35,7 @@ extern const size_t accel_opencl_ops_source_size;
 
 static const char* const accel_opencl_builtin_names[ACCEL_OPENCL_K_COUNT] = {
     "accel_cast",      "accel_elementwise", "accel_sum_partial",
-    "accel_sum_final", "accel_gemm",
+    "accel_sum_final", "accel_gemm",        "accel_rng",
 };
 
 size_t accel_opencl_dtype_size(uint32_t dtype) {

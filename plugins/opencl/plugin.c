@@ -81,6 +81,8 @@ static const accel_device_ops_t accel_opencl_device_ops = {
     .op_mul = accel_opencl_op_mul,
     .op_sum = accel_opencl_op_sum,
     .op_gemm = accel_opencl_op_gemm,
+    // -- since ABI 1.3 --
+    .op_rng = accel_opencl_op_rng,
 };
 
 static const accel_plugin_t accel_opencl_plugin = {

@@ -137,7 +137,7 @@ accel_status_t accel_rocm_device_count(void* plugin, uint32_t* out_count);
 // The built-in kernels of one device, loaded at its first op.
 typedef struct accel_rocm_builtin {
   hipModule_t module;
-  hipFunction_t fill, cast, ewise, sum_partial, sum_final, gemm;
+  hipFunction_t fill, cast, ewise, sum_partial, sum_final, gemm, rng;
 } accel_rocm_builtin_t;
 
 // Returns the device's built-in kernels, loading them at the first call:
@@ -302,6 +302,11 @@ accel_status_t accel_rocm_launch(void* function, void* stream,
 // Built-in ops (ops.c, gemm.c)
 // ---------------------------------------------------------------------------
 
+accel_status_t accel_rocm_op_rng(void* device, void* stream, void* dst,
+                                 uint64_t dst_offset, uint32_t dtype,
+                                 uint64_t count, uint32_t distribution,
+                                 uint64_t seed, uint64_t offset, double a,
+                                 double b);
 accel_status_t accel_rocm_op_fill(void* device, void* stream, void* dst,
                                   uint64_t dst_offset, uint32_t dtype,
                                   uint64_t count, double value);

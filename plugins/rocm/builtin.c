@@ -272,7 +272,8 @@ static accel_status_t accel_rocm_builtin_init(accel_rocm_device_t* device) {
                {"accel_rocm_ewise", &b->ewise},
                {"accel_rocm_sum_partial", &b->sum_partial},
                {"accel_rocm_sum_final", &b->sum_final},
-               {"accel_rocm_gemm", &b->gemm}};
+               {"accel_rocm_gemm", &b->gemm},
+               {"accel_rocm_rng", &b->rng}};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     err =
         device->rt->hipModuleGetFunction(names[i].fn, b->module, names[i].name);

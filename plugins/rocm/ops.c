@@ -67,6 +67,34 @@ accel_status_t accel_rocm_op_fill(void* device, void* stream, void* dst,
   return accel_rocm_op_launch(device, stream, 0, "fill", &a);
 }
 
+// One thread per Philox block of four elements (<accel/philox.h>); the
+// bounds go in as f32, converted here as every plugin converts them.
+accel_status_t accel_rocm_op_rng(void* device_ptr, void* stream, void* dst,
+                                 uint64_t dst_offset, uint32_t dtype,
+                                 uint64_t count, uint32_t distribution,
+                                 uint64_t seed, uint64_t offset, double a,
+                                 double b) {
+  accel_rocm_device_t* device = device_ptr;
+  const accel_rocm_builtin_t* bi = NULL;
+  accel_status_t status = accel_rocm_builtin_get(device, &bi);
+  if (status != ACCEL_OK) return status;
+  accel_rocm_rng_args_t r = {.z = ACCEL_ROCM_AT(dst, dst_offset),
+                             .count = count,
+                             .seed = seed,
+                             .offset = offset,
+                             .distribution = distribution,
+                             .dtype = dtype,
+                             .a = (float)a,
+                             .b = (float)b};
+  uint64_t blocks = ((count + 3) / 4 + ACCEL_ROCM_OP_THREADS - 1) /
+                    ACCEL_ROCM_OP_THREADS;
+  if (blocks > ACCEL_ROCM_OP_MAX_BLOCKS) blocks = ACCEL_ROCM_OP_MAX_BLOCKS;
+  uint32_t grid[3] = {(uint32_t)blocks, 1, 1};
+  uint32_t block[3] = {ACCEL_ROCM_OP_THREADS, 1, 1};
+  return accel_rocm_launch_builtin(device, bi->rng, "rng", stream, grid, block,
+                                   &r);
+}
+
 accel_status_t accel_rocm_op_cast(void* device, void* stream, void* dst,
                                   uint64_t dst_offset, uint32_t dst_dtype,
                                   const void* src, uint64_t src_offset,

@@ -106,7 +106,7 @@ TEST(launch_layout) {
 TEST(device_ops_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_device_ops_t, 320);
+  SIZE(accel_device_ops_t, 328);
   FIELD(accel_device_ops_t, struct_size, 0, 4);
   FIELD(accel_device_ops_t, query_props, 8, 8);
   FIELD(accel_device_ops_t, mem_info, 16, 8);
@@ -150,6 +150,7 @@ TEST(device_ops_layout) {
   FIELD(accel_device_ops_t, mem_address, 296, 8);
   FIELD(accel_device_ops_t, mem_wrap, 304, 8);
   FIELD(accel_device_ops_t, mem_unwrap, 312, 8);
+  FIELD(accel_device_ops_t, op_rng, 320, 8);
   LAYOUT_END();
 }
 

@@ -61,6 +61,7 @@ static void compile_for(test_result_t* test_result_, const char* arch) {
     SKIP("the HIP runtime has no hiprtc");
   }
   char* source = NULL;
+  ASSERT_EQ(append_file(&source, ACCEL_SDK_INCLUDE_DIR "/accel/philox.h"), 0);
   ASSERT_EQ(append_file(&source, ACCEL_ROCM_KERNEL_DIR "/ops_impl.h"), 0);
   ASSERT_EQ(append_file(&source, ACCEL_ROCM_KERNEL_DIR "/ops.hip"), 0);
   void* prog = NULL;

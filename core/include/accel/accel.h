@@ -977,6 +977,98 @@ ACCEL_API accel_status_t accel_op_gemm(accel_stream_t* stream,
                                        const accel_gemm_t* gemm);
 
 // ===========================================================================
+// Random numbers: counter-based Philox4x32-10 fills, bit-identical on
+// every backend. A fill is a pure function of (`seed`, `rng_offset`) and
+// the element index, defined exactly in <accel/philox.h>: element i uses
+// the Philox block with counter rng_offset + i / 4 and key `seed`, word
+// i % 4. `rng_offset` counts blocks of four elements, so a fill of `count`
+// elements uses ceil(count / 4) blocks and the next independent fill
+// starts at rng_offset + ceil(count / 4) (what the device generator below
+// does). Values are computed in f32 without contraction or library
+// functions and rounded once to `dtype`, so cpu, opencl, cuda and rocm
+// write the same bytes (checked by the tests and accel-conform; the CUDA
+// and ROCm kernels have run only on this project's stand-in drivers, not
+// on GPU hardware). The fills are enqueued on `stream` like accel_op_fill
+// and take its operand checks: `dst` on the stream's device, `dst_offset`
+// a multiple of the element size, the range in bounds; count 0 enqueues
+// nothing. A backend without the op returns ACCEL_ERROR_UNSUPPORTED.
+// ===========================================================================
+
+// Fills `count` elements of `dtype` (f32, f16 or bf16) at `dst_offset`
+// with uniform values in [`low`, `high`): the f32 value low + (high -
+// low) * u, u = (word >> 8) * 2^-24, rounded once to `dtype` (where an
+// f16 or bf16 value may round up to `high`). ACCEL_ERROR_INVALID_ARGUMENT
+// for an i32 `dtype`, a non-finite bound, `low` > `high`, or bounds whose
+// f32 difference overflows.
+ACCEL_API accel_status_t accel_op_rng_uniform(accel_stream_t* stream,
+                                              accel_buffer_t* dst,
+                                              size_t dst_offset,
+                                              accel_dtype_t dtype, size_t count,
+                                              uint64_t seed,
+                                              uint64_t rng_offset, double low,
+                                              double high);
+
+// Fills `count` elements of `dtype` (f32, f16 or bf16) with normal values
+// of mean `mean` and standard deviation `std` (Box-Muller on the block's
+// word pairs with accel's own fixed ln, sqrt, sin and cos; tails are cut
+// near 5.77 standard deviations). ACCEL_ERROR_INVALID_ARGUMENT for an i32
+// `dtype`, a non-finite `mean` or `std`, or a negative `std`.
+ACCEL_API accel_status_t accel_op_rng_normal(accel_stream_t* stream,
+                                             accel_buffer_t* dst,
+                                             size_t dst_offset,
+                                             accel_dtype_t dtype, size_t count,
+                                             uint64_t seed, uint64_t rng_offset,
+                                             double mean, double std);
+
+// Fills `count` i32 elements with the raw 32-bit Philox words.
+ACCEL_API accel_status_t accel_op_rng_bits(accel_stream_t* stream,
+                                           accel_buffer_t* dst,
+                                           size_t dst_offset, size_t count,
+                                           uint64_t seed, uint64_t rng_offset);
+
+// The device's default generator (torch.cuda's default generator): a seed
+// and an offset in blocks, starting at seed 67280421310721 and offset 0
+// when the device is opened.
+//
+// Sets the seed to `seed` and the offset to 0. Seeding while another
+// thread fills from the generator gives that fill either state.
+// ACCEL_ERROR_INVALID_ARGUMENT if `device` is NULL.
+ACCEL_API accel_status_t accel_device_manual_seed(accel_device_t* device,
+                                                  uint64_t seed);
+
+// Reads the default generator's seed and offset (both out-pointers must be
+// non-NULL). ACCEL_ERROR_INVALID_ARGUMENT otherwise.
+ACCEL_API accel_status_t accel_device_rng_state_get(accel_device_t* device,
+                                                    uint64_t* out_seed,
+                                                    uint64_t* out_offset);
+
+// Restores a state from accel_device_rng_state_get() (or any seed and
+// offset). ACCEL_ERROR_INVALID_ARGUMENT if `device` is NULL.
+ACCEL_API accel_status_t accel_device_rng_state_set(accel_device_t* device,
+                                                    uint64_t seed,
+                                                    uint64_t offset);
+
+// accel_op_rng_uniform(), _normal() and _bits() from the default generator
+// of the stream's device: each takes the current seed and offset and
+// advances the offset by ceil(count / 4) atomically, so concurrent fills
+// get disjoint blocks. A fill that fails its checks does not advance it.
+ACCEL_API accel_status_t accel_op_random_uniform(accel_stream_t* stream,
+                                                 accel_buffer_t* dst,
+                                                 size_t dst_offset,
+                                                 accel_dtype_t dtype,
+                                                 size_t count, double low,
+                                                 double high);
+ACCEL_API accel_status_t accel_op_random_normal(accel_stream_t* stream,
+                                                accel_buffer_t* dst,
+                                                size_t dst_offset,
+                                                accel_dtype_t dtype,
+                                                size_t count, double mean,
+                                                double std);
+ACCEL_API accel_status_t accel_op_random_bits(accel_stream_t* stream,
+                                              accel_buffer_t* dst,
+                                              size_t dst_offset, size_t count);
+
+// ===========================================================================
 // Custom kernels: a module is a target binary (CUDA cubin, fatbin or PTX;
 // AMD code object; CPU shared object, see <accel/cpu_kernel.h>) loaded on
 // one device; a kernel is a function looked up in it by name.

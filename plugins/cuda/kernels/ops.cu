@@ -22,6 +22,9 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+// Random fills: the element code every backend runs (found through -I).
+#include "accel/philox.h"
+
 namespace {
 
 typedef unsigned long long u64;
@@ -282,4 +285,26 @@ extern "C" __global__ void accel_cuda_sum_final_i32(int32_t* out,
                                                     const long long* partial,
                                                     unsigned blocks) {
   sum_final_i32(out, partial, blocks);
+}
+
+// op_rng (ABI 1.3): one thread per Philox block of four elements,
+// grid-stride; <accel/philox.h> computes each element with __fmul_rn and
+// __fadd_rn, so the bytes equal every other backend's.
+extern "C" __global__ void accel_cuda_rng(unsigned char* z, u64 n,
+                                          unsigned distribution,
+                                          unsigned dtype, u64 seed, u64 offset,
+                                          float a, float b) {
+  u64 blocks = (n + 3) / 4;
+  for (u64 k = blockIdx.x * (u64)blockDim.x + threadIdx.x; k < blocks;
+       k += (u64)gridDim.x * blockDim.x) {
+    accel_philox_block_t block = accel_philox_at(seed, offset, k);
+    for (unsigned j = 0; j < 4u && k * 4 + j < n; j++) {
+      unsigned v = accel_philox_element(block, j, distribution, dtype, a, b);
+      if (dtype == ACCEL_PHILOX_F16 || dtype == ACCEL_PHILOX_BF16) {
+        ((uint16_t*)z)[k * 4 + j] = (uint16_t)v;
+      } else {
+        ((uint32_t*)z)[k * 4 + j] = v;
+      }
+    }
+  }
 }

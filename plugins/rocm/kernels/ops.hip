@@ -109,3 +109,8 @@ extern "C" __global__ void accel_rocm_gemm(accel_rocm_gemm_args_t g) {
     if (row < g.m && col < g.n) accel_rocm_gemm_store(&g, row, col, acc);
   }
 }
+
+// op_rng: one thread per Philox block of four elements (ops_impl.h).
+extern "C" __global__ void accel_rocm_rng(accel_rocm_rng_args_t r) {
+  ACCEL_ROCM_FOR_EACH(k, (r.count + 3u) / 4u) { accel_rocm_rng_block(&r, k); }
+}

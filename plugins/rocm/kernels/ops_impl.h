@@ -328,4 +328,41 @@ ACCEL_ROCM_FN void accel_rocm_gemm_store(const accel_rocm_gemm_args_t* g,
   accel_rocm_store(g->c, g->c_dtype, at, r);
 }
 
+// ---------------------------------------------------------------------------
+// Random fills (op_rng, ABI 1.3)
+// ---------------------------------------------------------------------------
+
+// The element code is <accel/philox.h>, the same for every backend. The
+// hiprtc source has it in front of this file, so it is included only when
+// not already there.
+#ifndef ACCEL_PHILOX_H_
+#include "accel/philox.h"
+#endif
+
+// The one parameter of accel_rocm_rng.
+typedef struct accel_rocm_rng_args {
+  void* z;
+  accel_rocm_u64_t count;
+  accel_rocm_u64_t seed;
+  accel_rocm_u64_t offset;
+  accel_rocm_u32_t distribution;
+  accel_rocm_u32_t dtype;
+  float a, b;
+} accel_rocm_rng_args_t;
+
+// Writes the (up to) four elements of Philox block `k`.
+ACCEL_ROCM_FN void accel_rocm_rng_block(const accel_rocm_rng_args_t* r,
+                                        accel_rocm_u64_t k) {
+  accel_philox_block_t block = accel_philox_at(r->seed, r->offset, k);
+  for (accel_rocm_u32_t j = 0; j < 4u && k * 4u + j < r->count; j++) {
+    accel_rocm_u32_t v =
+        accel_philox_element(block, j, r->distribution, r->dtype, r->a, r->b);
+    if (r->dtype == ACCEL_ROCM_F16 || r->dtype == ACCEL_ROCM_BF16) {
+      ((accel_rocm_u16_t*)r->z)[k * 4u + j] = (accel_rocm_u16_t)v;
+    } else {
+      ((accel_rocm_u32_t*)r->z)[k * 4u + j] = v;
+    }
+  }
+}
+
 #endif  // ACCEL_PLUGINS_ROCM_KERNELS_OPS_IMPL_H_

@@ -360,6 +360,10 @@ typedef accel_status_t accel_plugin_op_gemm_fn(void* device, void* stream,
                                                const accel_plugin_gemm_t* gemm);
 typedef accel_status_t accel_plugin_op_gemm_workspace_fn(
     void* device, const accel_plugin_gemm_t* gemm, uint64_t* out_bytes);
+typedef accel_status_t accel_plugin_op_rng_fn(
+    void* device, void* stream, void* dst, uint64_t dst_offset, uint32_t dtype,
+    uint64_t count, uint32_t distribution, uint64_t seed, uint64_t offset,
+    double a, double b);
 
 // ---------------------------------------------------------------------------
 // Device operations.
@@ -563,6 +567,20 @@ typedef struct accel_device_ops {
                              void** out_mem);
   // (optional) Forgets a handle from mem_wrap. Never frees the memory.
   void (*mem_unwrap)(void* device, void* mem);
+  // (optional) dst[i] = element `i` of the counter-based random stream
+  // (`seed`, `offset`) in `distribution` (0 bits, 1 uniform, 2 normal),
+  // i < count, exactly as <accel/philox.h> defines it: Philox4x32-10 with
+  // counter offset + i / 4 and key `seed`, word i % 4; uniform in [a, b),
+  // normal with mean `a` and standard deviation `b`, computed in f32 and
+  // rounded once to `dtype`; bits store the raw word as I32. Every backend
+  // runs that header's code, so the bytes are identical on every device.
+  // The core has checked that bits come with I32 and uniform and normal
+  // with F32, F16 or BF16, and that `a` and `b` are finite with a finite
+  // f32 difference. NULL makes the core return ACCEL_ERROR_UNSUPPORTED.
+  accel_status_t (*op_rng)(void* device, void* stream, void* dst,
+                           uint64_t dst_offset, uint32_t dtype, uint64_t count,
+                           uint32_t distribution, uint64_t seed,
+                           uint64_t offset, double a, double b);
 } accel_device_ops_t;
 
 // Smallest device-ops table the core accepts: everything up to and

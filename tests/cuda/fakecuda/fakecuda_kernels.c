@@ -15,6 +15,7 @@
 // a fused multiply-add. Conversions are the SDK's (accel/plugin_dtype.h);
 // fill and i32->bf16 round once from the double (__double2half and
 // __double2bfloat16), done here by rounding to f32 "to odd" first.
+#include <accel/philox.h>
 #include <accel/plugin_dtype.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +34,7 @@ enum {
   OP_SUM_PARTIAL,
   OP_SUM_FINAL,
   OP_GEMM_SCALE,
+  OP_RNG,
   OP_VADD,
   OP_ADD_ONE,
   OP_EMPTY
@@ -77,12 +79,13 @@ static const fakecuda_kernel_t fakecuda_kernels[] = {
     BINARY_OPS(f16, F16),
     BINARY_OPS(bf16, BF16),
     BINARY_OPS(i32, I32),
+    K("accel_cuda_rng", OP_RNG, 0, 0, 8, 8, 8, 4, 4, 8, 8, 4, 4),
     K("vadd", OP_VADD, F32, F32, 4, 8, 8, 8, 4),
     K("accel_conform_add_one", OP_ADD_ONE, I32, I32, 2, 8, 4),
     K("accel_bench_empty", OP_EMPTY, 0, 0, 0, 0),
 };
-_Static_assert(sizeof(fakecuda_kernels) / sizeof(fakecuda_kernels[0]) == 45 + 3,
-               "the plugin's 45 built-in kernels and three test kernels");
+_Static_assert(sizeof(fakecuda_kernels) / sizeof(fakecuda_kernels[0]) == 46 + 3,
+               "the plugin's 46 built-in kernels and three test kernels");
 
 const fakecuda_kernel_t* fakecuda_kernel_find(const char* name) {
   for (size_t i = 0; i < sizeof(fakecuda_kernels) / sizeof(fakecuda_kernels[0]);
@@ -402,6 +405,26 @@ bool fakecuda_kernel_run(const fakecuda_kernel_t* k, CUcontext c,
         memcpy(&v, (unsigned char*)data + 4 * i, 4);
         v = (int32_t)((uint32_t)v + (uint32_t)copies);
         memcpy((unsigned char*)data + 4 * i, &v, 4);
+      }
+      return true;
+    }
+    case OP_RNG: {  // accel_cuda_rng: <accel/philox.h>, as the GPU runs it
+      uintptr_t z = arg_ptr(p, 0);
+      uint64_t n = arg_u64(p, 1);
+      uint32_t kind = arg_u32(p, 2), dtype = arg_u32(p, 3);
+      size_t size = dtype == F16 || dtype == BF16 ? 2 : 4;
+      if (!ok(c, z, n, size)) return false;
+      for (uint64_t i = 0; i < n; i++) {
+        accel_philox_block_t b = accel_philox_at(arg_u64(p, 4), arg_u64(p, 5),
+                                                 i / 4);
+        uint32_t v = accel_philox_element(b, (uint32_t)(i % 4), kind, dtype,
+                                          arg_f32(p, 6), arg_f32(p, 7));
+        if (size == 2) {
+          uint16_t h = (uint16_t)v;
+          memcpy((unsigned char*)z + 2 * i, &h, 2);
+        } else {
+          memcpy((unsigned char*)z + 4 * i, &v, 4);
+        }
       }
       return true;
     }

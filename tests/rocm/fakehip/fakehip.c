@@ -386,6 +386,15 @@ static void fakehip_gemm(void* const* p, const unsigned* g, const unsigned* b) {
   }
 }
 
+// accel_rocm_rng: every Philox block, with the GPU's element code.
+static void fakehip_rng(void* const* p, const unsigned* g, const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_rng_args_t* r = p[0];
+  for (accel_rocm_u64_t k = 0; k < (r->count + 3) / 4; k++) {
+    accel_rocm_rng_block(r, k);
+  }
+}
+
 // accel-conform's test kernel: data[i] += 1 for global index i < n.
 static void fakehip_add_one(void* const* p, const unsigned* g,
                             const unsigned* b) {
@@ -408,6 +417,7 @@ static const fakehip_kernel_t fakehip_kernels[] = {
      {sizeof(accel_rocm_op_args_t)},
      fakehip_sum_final},
     {"accel_rocm_gemm", 1, {sizeof(accel_rocm_gemm_args_t)}, fakehip_gemm},
+    {"accel_rocm_rng", 1, {sizeof(accel_rocm_rng_args_t)}, fakehip_rng},
     {"accel_conform_add_one",
      2,
      {sizeof(int32_t*), sizeof(uint32_t)},
@@ -836,7 +846,7 @@ FAKEHIP_API hipError_t hipModuleUnload(hipModule_t m) {
 static const struct ihipModuleSymbol_t fakehip_symbols[] = {
     {&fakehip_kernels[0]}, {&fakehip_kernels[1]}, {&fakehip_kernels[2]},
     {&fakehip_kernels[3]}, {&fakehip_kernels[4]}, {&fakehip_kernels[5]},
-    {&fakehip_kernels[6]}};
+    {&fakehip_kernels[6]}, {&fakehip_kernels[7]}};
 _Static_assert(sizeof(fakehip_symbols) / sizeof(fakehip_symbols[0]) ==
                    sizeof(fakehip_kernels) / sizeof(fakehip_kernels[0]),
                "one symbol per kernel");

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+//
+// Random fills (op_rng, ABI 1.3): every distribution and dtype must give
+// exactly the bytes of <accel/philox.h>, the reference every backend runs,
+// including a fill that ends inside a Philox block, one that starts past
+// the buffer's first element, and a counter that carries past 2^64. The
+// device generator must hand out consecutive blocks. A backend without
+// op_rng (an optional ABI 1.3 entry) is UNSUPPORTED, also under
+// --require-ops, which covers the ABI 1.1 ops.
+#include <accel/philox.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+enum { CONFORM_RNG_COUNT = 1001 };
+
+typedef struct conform_rng_case {
+  uint32_t distribution;
+  accel_dtype_t dtype;
+  uint64_t offset;
+  double a, b;
+} conform_rng_case_t;
+
+// The reference bytes of `count` elements of `c` with `seed`.
+static void conform_rng_reference(const conform_rng_case_t* c, uint64_t seed,
+                                  uint64_t offset, size_t count, void* out) {
+  size_t elem = accel_dtype_size(c->dtype);
+  for (size_t i = 0; i < count; i++) {
+    accel_philox_block_t block = accel_philox_at(seed, offset, i / 4);
+    accel_philox_u32_t v =
+        accel_philox_element(block, (accel_philox_u32_t)(i % 4),
+                             c->distribution, c->dtype, (float)c->a,
+                             (float)c->b);
+    uint16_t h = (uint16_t)v;
+    uint32_t w = v;
+    memcpy((unsigned char*)out + i * elem, elem == 2 ? (void*)&h : (void*)&w,
+           elem);
+  }
+}
+
+// Compares `count` elements read from `buffer` at `start` with the
+// reference; FAIL names the first different element.
+static conform_result_t conform_rng_compare(conform_ctx_t* ctx,
+                                            accel_buffer_t* buffer,
+                                            size_t start,
+                                            const conform_rng_case_t* c,
+                                            uint64_t seed, uint64_t offset,
+                                            size_t count) {
+  size_t elem = accel_dtype_size(c->dtype);
+  unsigned char* got = conform_alloc(ctx, count * elem);
+  unsigned char* want = conform_alloc(ctx, count * elem);
+  if (got == NULL || want == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
+  }
+  accel_status_t status = accel_buffer_read(buffer, start, got, count * elem);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
+  conform_rng_reference(c, seed, offset, count, want);
+  for (size_t i = 0; i < count; i++) {
+    if (memcmp(got + i * elem, want + i * elem, elem) != 0) {
+      uint32_t g = 0, w = 0;
+      memcpy(&g, got + i * elem, elem);
+      memcpy(&w, want + i * elem, elem);
+      return conform_report(ctx, CONFORM_FAIL,
+                            "%s %s: element %zu is 0x%08x, <accel/philox.h> "
+                            "gives 0x%08x",
+                            c->distribution == ACCEL_PHILOX_BITS ? "bits"
+                            : c->distribution == ACCEL_PHILOX_UNIFORM
+                                ? "uniform"
+                                : "normal",
+                            accel_dtype_name(c->dtype), i, g, w);
+    }
+  }
+  return CONFORM_PASS;
+}
+
+static accel_status_t conform_rng_enqueue(accel_stream_t* s, accel_buffer_t* b,
+                                          size_t start,
+                                          const conform_rng_case_t* c,
+                                          uint64_t seed, size_t count) {
+  if (c->distribution == ACCEL_PHILOX_BITS) {
+    return accel_op_rng_bits(s, b, start, count, seed, c->offset);
+  }
+  if (c->distribution == ACCEL_PHILOX_UNIFORM) {
+    return accel_op_rng_uniform(s, b, start, c->dtype, count, seed, c->offset,
+                                c->a, c->b);
+  }
+  return accel_op_rng_normal(s, b, start, c->dtype, count, seed, c->offset,
+                             c->a, c->b);
+}
+
+static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
+  const conform_rng_case_t* c = arg;
+  size_t elem = accel_dtype_size(c->dtype);
+  size_t start = 3 * elem;
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buffer = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) {
+    status = conform_buffer(ctx, ctx->device,
+                            start + CONFORM_RNG_COUNT * elem, &buffer);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  uint64_t seed = ctx->seed ^ 0x5eed5eed5eedull;
+  status = conform_rng_enqueue(stream, buffer, start, c, seed,
+                               CONFORM_RNG_COUNT);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_rng");
+  conform_result_t result = conform_rng_compare(
+      ctx, buffer, start, c, seed, c->offset, CONFORM_RNG_COUNT);
+  if (result != CONFORM_PASS) return result;
+  return conform_report(ctx, CONFORM_PASS,
+                        "%d elements from offset %llu identical to "
+                        "<accel/philox.h>",
+                        CONFORM_RNG_COUNT, (unsigned long long)c->offset);
+}
+
+// Two generator fills take consecutive blocks: 10 elements use 3.
+static conform_result_t conform_rng_generator(conform_ctx_t* ctx,
+                                              const void* arg) {
+  (void)arg;
+  static const conform_rng_case_t bits = {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32,
+                                          0, 0, 0};
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buffer = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, 64, &buffer);
+  if (status == ACCEL_OK) status = accel_device_manual_seed(ctx->device, 77);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  status = accel_op_random_bits(stream, buffer, 0, 10);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s",
+                          accel_last_error());
+  }
+  if (status == ACCEL_OK) status = accel_op_random_bits(stream, buffer, 40, 6);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_rng");
+  conform_result_t result = conform_rng_compare(ctx, buffer, 0, &bits, 77, 0, 10);
+  if (result == CONFORM_PASS) {
+    result = conform_rng_compare(ctx, buffer, 40, &bits, 77, 3, 6);
+  }
+  uint64_t seed = 0, offset = 0;
+  if (result == CONFORM_PASS &&
+      (accel_device_rng_state_get(ctx->device, &seed, &offset) != ACCEL_OK ||
+       seed != 77 || offset != 5)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "generator state is seed %llu offset %llu, "
+                          "expected 77 and 5",
+                          (unsigned long long)seed, (unsigned long long)offset);
+  }
+  if (result != CONFORM_PASS) return result;
+  return conform_report(ctx, CONFORM_PASS, "consecutive blocks");
+}
+
+static const conform_rng_case_t conform_rng_cases[] = {
+    {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32, 5, 0, 0},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F32, 0, -2, 3},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F16, 1, -2, 3},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_BF16, 2, 0, 1},
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F32, 0, 0.5, 2},
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F16, 9, 0, 1},
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_BF16, 9, -1, 0.25},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F32, UINT64_MAX - 100, 0, 1},
+};
+
+static const conform_check_t conform_rngs[] = {
+    {"rng.bits", conform_rng_fill, &conform_rng_cases[0]},
+    {"rng.uniform.f32", conform_rng_fill, &conform_rng_cases[1]},
+    {"rng.uniform.f16", conform_rng_fill, &conform_rng_cases[2]},
+    {"rng.uniform.bf16", conform_rng_fill, &conform_rng_cases[3]},
+    {"rng.normal.f32", conform_rng_fill, &conform_rng_cases[4]},
+    {"rng.normal.f16", conform_rng_fill, &conform_rng_cases[5]},
+    {"rng.normal.bf16", conform_rng_fill, &conform_rng_cases[6]},
+    {"rng.counter_carry", conform_rng_fill, &conform_rng_cases[7]},
+    {"rng.generator", conform_rng_generator, NULL},
+};
+
+const conform_check_t* conform_rng_checks(size_t* out_count) {
+  *out_count = sizeof(conform_rngs) / sizeof(conform_rngs[0]);
+  return conform_rngs;
+}
