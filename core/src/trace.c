@@ -33,6 +33,8 @@ static uint64_t accel__trace_max = 1000000;
 static atomic_uint_least64_t accel__trace_lost;
 static int64_t accel__trace_t0;
 static int accel__trace_pid;
+static bool accel__trace_writing;  // ACCEL_TRACE opened a file
+static bool accel__trace_ranges;   // ACCEL_TRACE_RANGES=1
 
 int64_t accel__trace_now(void) {
   struct timespec ts;
@@ -83,6 +85,7 @@ static void accel__trace_write_out(void) {
 
 // Appends one event object (without separator).
 static void accel__trace_emit(const char* text) {
+  if (!accel__trace_writing) return;  // ACCEL_TRACE_RANGES alone
   size_t n = strlen(text);
   pthread_mutex_lock(&accel__trace_lock);
   if (accel__trace_file == NULL || accel__trace_events >= accel__trace_max ||
@@ -121,9 +124,35 @@ void accel__trace_flush(void) {
 
 static void accel__trace_atexit(void) { accel__trace_flush(); }
 
+// fork: the parent keeps the file; the child stops tracing and never
+// writes to it (stdio's buffer is emptied before the fork, so the child's
+// exit cannot write the parent's events a second time).
+static void accel__trace_fork_prepare(void) {
+  pthread_mutex_lock(&accel__trace_lock);
+  if (accel__trace_file != NULL) fflush(accel__trace_file);
+}
+
+static void accel__trace_fork_parent(void) {
+  pthread_mutex_unlock(&accel__trace_lock);
+}
+
+static void accel__trace_fork_child(void) {
+  atomic_store(&accel__trace_on, false);
+  accel__trace_writing = false;
+  accel__trace_file = NULL;  // the parent's; not closed here
+  accel__trace_used = 0;
+  pthread_mutex_unlock(&accel__trace_lock);
+}
+
 __attribute__((constructor)) static void accel__trace_start(void) {
+  const char* ranges = accel__getenv("ACCEL_TRACE_RANGES");
+  accel__trace_ranges = ranges != NULL && strcmp(ranges, "1") == 0;
+  accel__trace_t0 = accel__trace_now();
   const char* path = accel__getenv("ACCEL_TRACE");
-  if (path == NULL || path[0] == '\0') return;
+  if (path == NULL || path[0] == '\0') {
+    if (accel__trace_ranges) atomic_store(&accel__trace_on, true);
+    return;
+  }
   const char* max = accel__getenv("ACCEL_TRACE_MAX_EVENTS");
   if (max != NULL && max[0] != '\0') accel__trace_max = strtoull(max, NULL, 10);
   accel__trace_file = fopen(path, "w");
@@ -132,14 +161,16 @@ __attribute__((constructor)) static void accel__trace_start(void) {
                path);
     return;
   }
-  accel__trace_t0 = accel__trace_now();
   accel__trace_pid = (int)getpid();
+  accel__trace_writing = true;
   fprintf(accel__trace_file,
           "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
           "\"args\":{\"name\":\"accel\"}}",
           accel__trace_pid);
   atexit(accel__trace_atexit);
+  pthread_atfork(accel__trace_fork_prepare, accel__trace_fork_parent,
+                 accel__trace_fork_child);
   atomic_store(&accel__trace_on, true);
 }
 
@@ -204,7 +235,11 @@ void accel__trace_counter(const char* device_uri, uint64_t allocated,
 
 void accel__trace_scope_begin(accel__trace_scope_t* scope) {
   scope->start = accel__trace_now();
-  if (scope->stream != NULL) {
+  if (scope->stream != NULL && accel__trace_ranges) {
+    accel__range_forward_push(scope->name);
+    scope->range = true;
+  }
+  if (scope->stream != NULL && accel__trace_writing) {
     scope->slot =
         accel__trace_stream_begin(scope->stream, scope->name, scope->start);
   }
@@ -212,5 +247,6 @@ void accel__trace_scope_begin(accel__trace_scope_t* scope) {
 
 void accel__trace_scope_finish(accel__trace_scope_t* scope) {
   if (scope->slot >= 0) accel__trace_stream_end(scope->stream, scope->slot);
+  if (scope->range) accel__range_forward_pop();
   accel__trace_span(scope->name, scope->start);
 }

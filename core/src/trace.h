@@ -36,6 +36,7 @@ typedef struct accel__trace_scope {
   const char* name;
   accel_stream_t* stream;  // device span owner, or NULL
   int slot;                // pending device span, or -1
+  bool range;              // a built-in range was forwarded (NVTX, roctx)
 } accel__trace_scope_t;
 
 void accel__trace_scope_begin(accel__trace_scope_t* scope);
@@ -51,12 +52,13 @@ static inline void accel__trace_scope_end(accel__trace_scope_t* scope) {
 
 // As ACCEL__TRACE_API, and when `stream` is not NULL also a device span on
 // the stream's track around the work the function enqueues.
-#define ACCEL__TRACE_STREAM_API(name, stream_)                                \
-  accel__trace_scope_t accel__trace_scope_                                    \
-      __attribute__((cleanup(accel__trace_scope_end))) = {0, name, NULL, -1}; \
-  if (accel__tracing()) {                                                     \
-    accel__trace_scope_.stream = (stream_);                                   \
-    accel__trace_scope_begin(&accel__trace_scope_);                           \
+#define ACCEL__TRACE_STREAM_API(name, stream_)                               \
+  accel__trace_scope_t accel__trace_scope_                                   \
+      __attribute__((cleanup(accel__trace_scope_end))) = {0, name, NULL, -1, \
+                                                          false};            \
+  if (accel__tracing()) {                                                    \
+    accel__trace_scope_.stream = (stream_);                                  \
+    accel__trace_scope_begin(&accel__trace_scope_);                          \
   }
 
 // Instant event ("ph":"i") on the calling thread; `detail` may be NULL.
@@ -87,6 +89,10 @@ void accel__trace_stream_end(accel_stream_t* stream, int slot);
 void accel__trace_stream_resolve(accel_stream_t* stream);
 // Resolves and frees the stream's trace state (before stream_destroy).
 void accel__trace_stream_release(accel_stream_t* stream);
+
+// Forward a range to NVTX and roctx where present (trace_range.c).
+void accel__range_forward_push(const char* name);
+void accel__range_forward_pop(void);
 
 // Writes the file so far as valid JSON (accel_shutdown and exit).
 void accel__trace_flush(void);

@@ -234,6 +234,24 @@ ACCEL_API void accel_log_set_callback(accel_log_fn_t fn, void* user_data);
 ACCEL_API accel_status_t accel_log_set_level(int level);
 
 // ===========================================================================
+// Trace ranges: named spans of the application's own phases
+// ===========================================================================
+
+// Opens a range named `name` (copied; at most 63 bytes are kept) on the
+// calling thread. With ACCEL_TRACE set it becomes a span on this thread's
+// track in the trace file; where the core was built with NVTX headers it is
+// also an NVTX range (nvtxRangePushA, seen by Nsight Systems and other
+// NVTX tools), and where libroctx64.so loads a roctx range
+// (roctxRangePushA). Ranges nest up to 64 deep per thread. Thread-safe;
+// each thread has its own stack. Returns ACCEL_ERROR_INVALID_ARGUMENT for
+// a NULL name or a range nested deeper than 64.
+ACCEL_API accel_status_t accel_range_push(const char* name);
+
+// Closes the calling thread's innermost range. Returns
+// ACCEL_ERROR_INVALID_ARGUMENT when this thread has no open range.
+ACCEL_API accel_status_t accel_range_pop(void);
+
+// ===========================================================================
 // Load report (architecture decision 8): what the core found and why each
 // plugin did or did not load.
 // ===========================================================================
