@@ -234,6 +234,8 @@ struct accel_device {
   // the zeroed device starts at the default seed, and the offset in blocks.
   _Atomic uint64_t rng_seed_xor;
   _Atomic uint64_t rng_offset;
+  // Live streams of the device (stream_control.c, under its lock).
+  accel_stream_t* live_streams;
 };
 
 // A buffer is a block of the device's caching allocator: `impl` is the
@@ -260,7 +262,15 @@ struct accel_stream {
   accel_device_t* device;
   void* impl;
   accel__pool_t* pool;  // the allocator's pool for this stream, or NULL
+  // Links in the device's list of live streams (stream_control.c).
+  accel_stream_t* live_prev;
+  accel_stream_t* live_next;
 };
+
+// Adds `stream` to / removes it from its device's live streams, for
+// accel_device_synchronize() (stream_control.c). Cannot fail.
+void accel__stream_live_add(accel_stream_t* stream);
+void accel__stream_live_remove(accel_stream_t* stream);
 
 struct accel_event {
   atomic_uint refs;

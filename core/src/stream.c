@@ -35,6 +35,7 @@ accel_status_t accel_stream_create(accel_device_t* device,
   atomic_init(&stream->weak, 1);  // held by the strong references together
   stream->device = device;
   accel_device_retain(device);
+  accel__stream_live_add(stream);
   *out_stream = stream;
   return ACCEL_OK;
 }
@@ -47,6 +48,7 @@ void accel_stream_release(accel_stream_t* stream) {
   ACCEL__TRACE_API("accel_stream_release");
   if (stream == NULL || atomic_fetch_sub(&stream->refs, 1) != 1) return;
   accel_device_t* device = stream->device;
+  accel__stream_live_remove(stream);
   // The allocator must know before the plugin stream goes (it may be
   // recording an event on it) and after its work is done (its cached
   // blocks become everyone's). Buffers may still hold weak references.

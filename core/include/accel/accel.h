@@ -815,6 +815,22 @@ ACCEL_API accel_status_t accel_stream_query(accel_stream_t* stream,
 ACCEL_API accel_status_t accel_stream_wait_event(accel_stream_t* stream,
                                                  accel_event_t* event);
 
+// Makes later work on `stream` wait for all work enqueued on `other` so
+// far (torch.cuda.Stream.wait_stream): an internal event is recorded on
+// `other` and waited on by `stream`, then released (the wait still
+// completes). `other` may be on another device of the same backend;
+// another backend is ACCEL_ERROR_INVALID_ARGUMENT. Waiting on itself is a
+// no-op. Does not block the host.
+ACCEL_API accel_status_t accel_stream_wait_stream(accel_stream_t* stream,
+                                                  accel_stream_t* other);
+
+// Blocks until all work enqueued so far on every live stream of `device`
+// has finished (torch.cuda.synchronize). Streams created or released by
+// other threads during the call may or may not be waited for. Returns the
+// first error of a stream's synchronize (all are still waited for);
+// ACCEL_ERROR_INVALID_ARGUMENT if `device` is NULL.
+ACCEL_API accel_status_t accel_device_synchronize(accel_device_t* device);
+
 // Enqueues a copy of `size` bytes from host `src` to `dst` at `dst_offset`.
 // `src` must stay valid and unchanged until the stream reaches the copy
 // (see "Host memory" for pinned and pageable memory). `dst` must be on the
