@@ -262,6 +262,7 @@ struct accel_stream {
   accel_device_t* device;
   void* impl;
   accel__pool_t* pool;  // the allocator's pool for this stream, or NULL
+  _Atomic(void*) trace;  // trace_stream.c's state while tracing, or NULL
   // Links in the device's list of live streams (stream_control.c).
   accel_stream_t* live_prev;
   accel_stream_t* live_next;
@@ -274,7 +275,6 @@ void accel__stream_live_remove(accel_stream_t* stream);
 
 struct accel_event {
   atomic_uint refs;
-  _Atomic(void*) trace;  // trace_stream.c's state while tracing, or NULL
   accel_device_t* device;
   void* impl;
   accel_event_flags_t flags;
@@ -305,6 +305,7 @@ static inline uint64_t accel__buffer_offset(const accel_buffer_t* buffer,
                                             size_t offset) {
   return (uint64_t)buffer->base + (uint64_t)offset;
 }
+
 // Built-in op checks shared by ops.c and rng.c (ops.c). check_operand:
 // `buffer` is non-NULL and on the stream's device, `offset` is a multiple
 // of the `dtype` element and, for count > 0, `count` elements fit; sets

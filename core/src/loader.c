@@ -565,6 +565,7 @@ static void accel__plugin_stages(accel__plugin_t* plugin) {
     return;
   }
   plugin->loaded = true;
+  accel__trace_instant("plugin load", plugin->path);
   // Lazy start: device_count, which starts the vendor driver, runs when
   // selection or the caller first needs this plugin's devices
   // (accel__plugin_probe).
@@ -578,7 +579,6 @@ static uint32_t accel__count_cap(accel__plugin_t* plugin, uint32_t count) {
              "used",
              plugin->path, plugin->name, count, ACCEL__MAX_PLUGIN_DEVICES);
   return ACCEL__MAX_PLUGIN_DEVICES;
-  accel__trace_instant("plugin load", plugin->path);
 }
 
 void accel__plugin_probe(accel__plugin_t* plugin) {

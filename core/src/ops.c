@@ -222,8 +222,8 @@ static accel_status_t accel__check_elementwise(const char* what,
 
 accel_status_t accel_op_fill(accel_stream_t* stream, accel_buffer_t* dst,
                              size_t dst_offset, accel_dtype_t dtype,
-  ACCEL__TRACE_STREAM_API("accel_op_fill", stream);
                              size_t count, double value) {
+  ACCEL__TRACE_STREAM_API("accel_op_fill", stream);
   static const char what[] = "accel_op_fill";
   accel__operand_t ops[] = {{"dst", "dtype", dst, dst_offset, dtype, 0}};
   accel_status_t status =
@@ -239,8 +239,8 @@ accel_status_t accel_op_fill(accel_stream_t* stream, accel_buffer_t* dst,
 accel_status_t accel_op_cast(accel_stream_t* stream, accel_buffer_t* dst,
                              size_t dst_offset, accel_dtype_t dst_dtype,
                              accel_buffer_t* src, size_t src_offset,
-  ACCEL__TRACE_STREAM_API("accel_op_cast", stream);
                              accel_dtype_t src_dtype, size_t count) {
+  ACCEL__TRACE_STREAM_API("accel_op_cast", stream);
   static const char what[] = "accel_op_cast";
   // In place only when every element stays where it is (the alias check).
   accel__operand_t ops[] = {
@@ -260,8 +260,8 @@ accel_status_t accel_op_cast(accel_stream_t* stream, accel_buffer_t* dst,
 
 accel_status_t accel_op_scale(accel_stream_t* stream, accel_buffer_t* x,
                               size_t x_offset, accel_dtype_t dtype,
-  ACCEL__TRACE_STREAM_API("accel_op_scale", stream);
                               size_t count, double alpha) {
+  ACCEL__TRACE_STREAM_API("accel_op_scale", stream);
   static const char what[] = "accel_op_scale";
   accel__operand_t ops[] = {{"x", "dtype", x, x_offset, dtype, 0}};
   accel_status_t status =
@@ -277,8 +277,8 @@ accel_status_t accel_op_scale(accel_stream_t* stream, accel_buffer_t* x,
 accel_status_t accel_op_axpy(accel_stream_t* stream, accel_buffer_t* y,
                              size_t y_offset, accel_buffer_t* x,
                              size_t x_offset, accel_dtype_t dtype, size_t count,
-  ACCEL__TRACE_STREAM_API("accel_op_axpy", stream);
                              double alpha) {
+  ACCEL__TRACE_STREAM_API("accel_op_axpy", stream);
   static const char what[] = "accel_op_axpy";
   accel__operand_t ops[] = {{"y", "dtype", y, y_offset, dtype, 0},
                             {"x", NULL, x, x_offset, dtype, 0}};
@@ -318,8 +318,8 @@ static accel_status_t accel__op_binary(const char* what, bool mul,
 accel_status_t accel_op_add(accel_stream_t* stream, accel_buffer_t* z,
                             size_t z_offset, accel_buffer_t* x, size_t x_offset,
                             accel_buffer_t* y, size_t y_offset,
-  ACCEL__TRACE_STREAM_API("accel_op_add", stream);
                             accel_dtype_t dtype, size_t count) {
+  ACCEL__TRACE_STREAM_API("accel_op_add", stream);
   return accel__op_binary("accel_op_add", false, stream, z, z_offset, x,
                           x_offset, y, y_offset, dtype, count);
 }
@@ -327,8 +327,8 @@ accel_status_t accel_op_add(accel_stream_t* stream, accel_buffer_t* z,
 accel_status_t accel_op_mul(accel_stream_t* stream, accel_buffer_t* z,
                             size_t z_offset, accel_buffer_t* x, size_t x_offset,
                             accel_buffer_t* y, size_t y_offset,
-  ACCEL__TRACE_STREAM_API("accel_op_mul", stream);
                             accel_dtype_t dtype, size_t count) {
+  ACCEL__TRACE_STREAM_API("accel_op_mul", stream);
   return accel__op_binary("accel_op_mul", true, stream, z, z_offset, x,
                           x_offset, y, y_offset, dtype, count);
 }
@@ -336,8 +336,8 @@ accel_status_t accel_op_mul(accel_stream_t* stream, accel_buffer_t* z,
 accel_status_t accel_op_sum(accel_stream_t* stream, accel_buffer_t* out,
                             size_t out_offset, accel_buffer_t* x,
                             size_t x_offset, accel_dtype_t dtype,
-  ACCEL__TRACE_STREAM_API("accel_op_sum", stream);
                             size_t count) {
+  ACCEL__TRACE_STREAM_API("accel_op_sum", stream);
   static const char what[] = "accel_op_sum";
   size_t out_bytes = 0, x_bytes = 0;
   accel_status_t status = accel__check_stream(what, stream);
@@ -532,8 +532,8 @@ static accel_status_t accel__gemm_workspace(const char* what,
   return ACCEL_OK;
 }
 
-  ACCEL__TRACE_STREAM_API("accel_op_gemm", stream);
 accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
+  ACCEL__TRACE_STREAM_API("accel_op_gemm", stream);
   static const char what[] = "accel_op_gemm";
   accel_status_t status = accel__check_stream(what, stream);
   if (status != ACCEL_OK) return status;
