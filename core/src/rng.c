@@ -41,8 +41,8 @@ static accel_status_t accel__rng_check_params(const char* what,
   }
   if (distribution == ACCEL__RNG_NORMAL) {
     if (b < 0) {
-      return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                         "%s: std %g is negative", what, b);
+      return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: std %g is negative",
+                         what, b);
     }
     return ACCEL_OK;
   }
@@ -65,8 +65,8 @@ static accel_status_t accel__rng_fill(const char* what, accel_stream_t* stream,
                                       accel_buffer_t* dst, size_t dst_offset,
                                       accel_dtype_t dtype, size_t count,
                                       uint32_t distribution, uint64_t seed,
-                                      uint64_t offset, bool generator,
-                                      double a, double b) {
+                                      uint64_t offset, bool generator, double a,
+                                      double b) {
   if (stream == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: stream is NULL",
                        what);
@@ -86,21 +86,21 @@ static accel_status_t accel__rng_fill(const char* what, accel_stream_t* stream,
     seed = atomic_load(&d->rng_seed_xor) ^ ACCEL__RNG_DEFAULT_SEED;
     offset = atomic_fetch_add(&d->rng_offset, ((uint64_t)count + 3) / 4);
   }
-  status = d->ops->op_rng(d->impl, stream->impl, accel__buffer_mem(dst),
-                          accel__buffer_offset(dst, dst_offset),
-                          (uint32_t)dtype, count, distribution, seed, offset,
-                          a, b);
+  status =
+      d->ops->op_rng(d->impl, stream->impl, accel__buffer_mem(dst),
+                     accel__buffer_offset(dst, dst_offset), (uint32_t)dtype,
+                     count, distribution, seed, offset, a, b);
   return status == ACCEL_OK ? ACCEL_OK : accel__op_result(what, stream, status);
 }
 
-accel_status_t accel_op_rng_uniform(accel_stream_t* stream,
-                                    accel_buffer_t* dst, size_t dst_offset,
-                                    accel_dtype_t dtype, size_t count,
-                                    uint64_t seed, uint64_t rng_offset,
-                                    double low, double high) {
-  return accel__rng_fill("accel_op_rng_uniform", stream, dst, dst_offset,
-                         dtype, count, ACCEL__RNG_UNIFORM, seed, rng_offset,
-                         false, low, high);
+accel_status_t accel_op_rng_uniform(accel_stream_t* stream, accel_buffer_t* dst,
+                                    size_t dst_offset, accel_dtype_t dtype,
+                                    size_t count, uint64_t seed,
+                                    uint64_t rng_offset, double low,
+                                    double high) {
+  return accel__rng_fill("accel_op_rng_uniform", stream, dst, dst_offset, dtype,
+                         count, ACCEL__RNG_UNIFORM, seed, rng_offset, false,
+                         low, high);
 }
 
 accel_status_t accel_op_rng_normal(accel_stream_t* stream, accel_buffer_t* dst,
@@ -114,8 +114,8 @@ accel_status_t accel_op_rng_normal(accel_stream_t* stream, accel_buffer_t* dst,
 }
 
 accel_status_t accel_op_rng_bits(accel_stream_t* stream, accel_buffer_t* dst,
-                                 size_t dst_offset, size_t count,
-                                 uint64_t seed, uint64_t rng_offset) {
+                                 size_t dst_offset, size_t count, uint64_t seed,
+                                 uint64_t rng_offset) {
   return accel__rng_fill("accel_op_rng_bits", stream, dst, dst_offset,
                          ACCEL_DTYPE_I32, count, ACCEL__RNG_BITS, seed,
                          rng_offset, false, 0, 0);
@@ -139,16 +139,14 @@ accel_status_t accel_op_random_normal(accel_stream_t* stream,
                          std);
 }
 
-accel_status_t accel_op_random_bits(accel_stream_t* stream,
-                                    accel_buffer_t* dst, size_t dst_offset,
-                                    size_t count) {
+accel_status_t accel_op_random_bits(accel_stream_t* stream, accel_buffer_t* dst,
+                                    size_t dst_offset, size_t count) {
   return accel__rng_fill("accel_op_random_bits", stream, dst, dst_offset,
-                         ACCEL_DTYPE_I32, count, ACCEL__RNG_BITS, 0, 0, true,
-                         0, 0);
+                         ACCEL_DTYPE_I32, count, ACCEL__RNG_BITS, 0, 0, true, 0,
+                         0);
 }
 
-accel_status_t accel_device_manual_seed(accel_device_t* device,
-                                        uint64_t seed) {
+accel_status_t accel_device_manual_seed(accel_device_t* device, uint64_t seed) {
   return accel_device_rng_state_set(device, seed, 0);
 }
 
@@ -165,8 +163,8 @@ accel_status_t accel_device_rng_state_get(accel_device_t* device,
   return ACCEL_OK;
 }
 
-accel_status_t accel_device_rng_state_set(accel_device_t* device,
-                                          uint64_t seed, uint64_t offset) {
+accel_status_t accel_device_rng_state_set(accel_device_t* device, uint64_t seed,
+                                          uint64_t offset) {
   if (device == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_device_rng_state_set: device is NULL");

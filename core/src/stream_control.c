@@ -30,7 +30,8 @@ void accel__stream_live_remove(accel_stream_t* stream) {
   } else if (device->live_streams == stream) {
     device->live_streams = stream->live_next;
   }
-  if (stream->live_next != NULL) stream->live_next->live_prev = stream->live_prev;
+  if (stream->live_next != NULL)
+    stream->live_next->live_prev = stream->live_prev;
   stream->live_prev = stream->live_next = NULL;
   pthread_mutex_unlock(&accel__live_lock);
 }

@@ -27,16 +27,14 @@ typedef struct accel_cpu_rng {
 // Writes elements [first, first + n) (first a multiple of 4).
 static void accel_cpu_rng_span(const accel_cpu_rng_t* rng, uint64_t first,
                                uint64_t n) {
-  size_t elem = rng->dtype == ACCEL_PHILOX_F16 ||
-                        rng->dtype == ACCEL_PHILOX_BF16
-                    ? 2
-                    : 4;
+  size_t elem =
+      rng->dtype == ACCEL_PHILOX_F16 || rng->dtype == ACCEL_PHILOX_BF16 ? 2 : 4;
   for (uint64_t i = 0; i < n; i += 4) {
     accel_philox_block_t block =
         accel_philox_at(rng->seed, rng->offset, (first + i) / 4);
     for (uint32_t j = 0; j < 4 && i + j < n; j++) {
-      accel_philox_u32_t v = accel_philox_element(
-          block, j, rng->distribution, rng->dtype, rng->a, rng->b);
+      accel_philox_u32_t v = accel_philox_element(block, j, rng->distribution,
+                                                  rng->dtype, rng->a, rng->b);
       unsigned char* at = rng->dst + (first + i + j) * elem;
       if (elem == 2) {
         uint16_t h = (uint16_t)v;
@@ -54,7 +52,8 @@ static void accel_cpu_rng_chunk(void* ctx, uint64_t index, uint32_t worker) {
   const accel_cpu_rng_t* rng = ctx;
   uint64_t first = index * ACCEL_CPU_RNG_CHUNK;
   uint64_t n = rng->count - first;
-  accel_cpu_rng_span(rng, first, n < ACCEL_CPU_RNG_CHUNK ? n : ACCEL_CPU_RNG_CHUNK);
+  accel_cpu_rng_span(rng, first,
+                     n < ACCEL_CPU_RNG_CHUNK ? n : ACCEL_CPU_RNG_CHUNK);
 }
 
 static accel_status_t accel_cpu_rng_call(accel_cpu_device_t* device, void* arg,
@@ -62,7 +61,8 @@ static accel_status_t accel_cpu_rng_call(accel_cpu_device_t* device, void* arg,
   (void)message, (void)message_size;
   accel_cpu_pool_t* pool = atomic_load(&device->plugin->pool);
   accel_cpu_rng_t* rng = arg;
-  uint64_t chunks = (rng->count + ACCEL_CPU_RNG_CHUNK - 1) / ACCEL_CPU_RNG_CHUNK;
+  uint64_t chunks =
+      (rng->count + ACCEL_CPU_RNG_CHUNK - 1) / ACCEL_CPU_RNG_CHUNK;
   accel_cpu_pool_run(pool, chunks, accel_cpu_rng_chunk, rng);
   return ACCEL_OK;
 }

@@ -33,10 +33,14 @@ accel_status_t accel_opencl_op_rng(void* device, void* stream, void* dst,
   cl_uint dist = distribution, type = dtype;
   cl_float fa = (float)a, fb = (float)b;
   const accel_opencl_karg_t args[] = {
-      {sizeof(mem), &mem},         {sizeof(first), &first},
-      {sizeof(n), &n},             {sizeof(dist), &dist},
-      {sizeof(type), &type},       {sizeof(cl_seed), &cl_seed},
-      {sizeof(cl_offset), &cl_offset}, {sizeof(fa), &fa},
+      {sizeof(mem), &mem},
+      {sizeof(first), &first},
+      {sizeof(n), &n},
+      {sizeof(dist), &dist},
+      {sizeof(type), &type},
+      {sizeof(cl_seed), &cl_seed},
+      {sizeof(cl_offset), &cl_offset},
+      {sizeof(fa), &fa},
       {sizeof(fb), &fb},
   };
   uint64_t blocks = (count + 3) / 4;

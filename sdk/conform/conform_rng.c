@@ -28,10 +28,9 @@ static void conform_rng_reference(const conform_rng_case_t* c, uint64_t seed,
   size_t elem = accel_dtype_size(c->dtype);
   for (size_t i = 0; i < count; i++) {
     accel_philox_block_t block = accel_philox_at(seed, offset, i / 4);
-    accel_philox_u32_t v =
-        accel_philox_element(block, (accel_philox_u32_t)(i % 4),
-                             c->distribution, c->dtype, (float)c->a,
-                             (float)c->b);
+    accel_philox_u32_t v = accel_philox_element(
+        block, (accel_philox_u32_t)(i % 4), c->distribution, c->dtype,
+        (float)c->a, (float)c->b);
     uint16_t h = (uint16_t)v;
     uint32_t w = v;
     memcpy((unsigned char*)out + i * elem, elem == 2 ? (void*)&h : (void*)&w,
@@ -41,12 +40,9 @@ static void conform_rng_reference(const conform_rng_case_t* c, uint64_t seed,
 
 // Compares `count` elements read from `buffer` at `start` with the
 // reference; FAIL names the first different element.
-static conform_result_t conform_rng_compare(conform_ctx_t* ctx,
-                                            accel_buffer_t* buffer,
-                                            size_t start,
-                                            const conform_rng_case_t* c,
-                                            uint64_t seed, uint64_t offset,
-                                            size_t count) {
+static conform_result_t conform_rng_compare(
+    conform_ctx_t* ctx, accel_buffer_t* buffer, size_t start,
+    const conform_rng_case_t* c, uint64_t seed, uint64_t offset, size_t count) {
   size_t elem = accel_dtype_size(c->dtype);
   unsigned char* got = conform_alloc(ctx, count * elem);
   unsigned char* want = conform_alloc(ctx, count * elem);
@@ -97,13 +93,13 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   accel_buffer_t* buffer = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
   if (status == ACCEL_OK) {
-    status = conform_buffer(ctx, ctx->device,
-                            start + CONFORM_RNG_COUNT * elem, &buffer);
+    status = conform_buffer(ctx, ctx->device, start + CONFORM_RNG_COUNT * elem,
+                            &buffer);
   }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   uint64_t seed = ctx->seed ^ 0x5eed5eed5eedull;
-  status = conform_rng_enqueue(stream, buffer, start, c, seed,
-                               CONFORM_RNG_COUNT);
+  status =
+      conform_rng_enqueue(stream, buffer, start, c, seed, CONFORM_RNG_COUNT);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
     return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s",
                           accel_last_error());
@@ -111,8 +107,8 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_rng");
-  conform_result_t result = conform_rng_compare(
-      ctx, buffer, start, c, seed, c->offset, CONFORM_RNG_COUNT);
+  conform_result_t result = conform_rng_compare(ctx, buffer, start, c, seed,
+                                                c->offset, CONFORM_RNG_COUNT);
   if (result != CONFORM_PASS) return result;
   return conform_report(ctx, CONFORM_PASS,
                         "%d elements from offset %llu identical to "
@@ -124,12 +120,13 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
 static conform_result_t conform_rng_generator(conform_ctx_t* ctx,
                                               const void* arg) {
   (void)arg;
-  static const conform_rng_case_t bits = {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32,
-                                          0, 0, 0};
+  static const conform_rng_case_t bits = {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32, 0,
+                                          0, 0};
   accel_stream_t* stream = NULL;
   accel_buffer_t* buffer = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
-  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, 64, &buffer);
+  if (status == ACCEL_OK)
+    status = conform_buffer(ctx, ctx->device, 64, &buffer);
   if (status == ACCEL_OK) status = accel_device_manual_seed(ctx->device, 77);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   status = accel_op_random_bits(stream, buffer, 0, 10);
@@ -141,7 +138,8 @@ static conform_result_t conform_rng_generator(conform_ctx_t* ctx,
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_rng");
-  conform_result_t result = conform_rng_compare(ctx, buffer, 0, &bits, 77, 0, 10);
+  conform_result_t result =
+      conform_rng_compare(ctx, buffer, 0, &bits, 77, 0, 10);
   if (result == CONFORM_PASS) {
     result = conform_rng_compare(ctx, buffer, 40, &bits, 77, 3, 6);
   }

@@ -24,10 +24,9 @@ static inline void rng_reference(const rng_case_t* c, void* out) {
   size_t elem = accel_dtype_size(c->dtype);
   for (size_t i = 0; i < c->count; i++) {
     accel_philox_block_t block = accel_philox_at(c->seed, c->offset, i / 4);
-    accel_philox_u32_t v =
-        accel_philox_element(block, (accel_philox_u32_t)(i % 4),
-                             c->distribution, c->dtype, (float)c->a,
-                             (float)c->b);
+    accel_philox_u32_t v = accel_philox_element(
+        block, (accel_philox_u32_t)(i % 4), c->distribution, c->dtype,
+        (float)c->a, (float)c->b);
     if (elem == 2) {
       uint16_t h = (uint16_t)v;
       memcpy((unsigned char*)out + i * 2, &h, 2);

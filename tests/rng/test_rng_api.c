@@ -36,12 +36,12 @@ TEST(bad_arguments_are_refused) {
   ctx_open(&c);
   accel_stream_t* s = c.stream;
   accel_buffer_t* b = c.buffer;
-  ASSERT_STATUS(accel_op_rng_uniform(NULL, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0,
-                                     1),
-                ACCEL_ERROR_INVALID_ARGUMENT);
-  ASSERT_STATUS(accel_op_rng_uniform(s, NULL, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0,
-                                     1),
-                ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(
+      accel_op_rng_uniform(NULL, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0, 1),
+      ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(
+      accel_op_rng_uniform(s, NULL, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0, 1),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STATUS(accel_op_rng_uniform(s, b, 0, ACCEL_DTYPE_I32, 4, 1, 0, 0, 1),
                 ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "accel_op_rng_bits fills i32");
@@ -50,24 +50,23 @@ TEST(bad_arguments_are_refused) {
   ASSERT_STATUS(accel_op_rng_uniform(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, 2, 1),
                 ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "low 2 is above high 1");
-  ASSERT_STATUS(accel_op_rng_uniform(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0,
-                                     -3e38, 3e38),
-                ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(
+      accel_op_rng_uniform(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, -3e38, 3e38),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "overflows f32");
-  ASSERT_STATUS(accel_op_rng_uniform(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0,
-                                     1e300),
-                ACCEL_ERROR_INVALID_ARGUMENT);
-  ASSERT_STATUS(accel_op_rng_normal(s, b, 0, ACCEL_DTYPE_F16, 4, 1, 0, 0,
-                                    -1),
+  ASSERT_STATUS(
+      accel_op_rng_uniform(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0, 1e300),
+      ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(accel_op_rng_normal(s, b, 0, ACCEL_DTYPE_F16, 4, 1, 0, 0, -1),
                 ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(accel_last_error(), "std -1 is negative");
-  ASSERT_STATUS(accel_op_rng_normal(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0,
-                                    0.0 / 0.0, 1),
-                ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STATUS(
+      accel_op_rng_normal(s, b, 0, ACCEL_DTYPE_F32, 4, 1, 0, 0.0 / 0.0, 1),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STATUS(accel_op_rng_bits(s, b, 2, 4, 1, 0),
                 ACCEL_ERROR_INVALID_ARGUMENT);  // not a multiple of 4 bytes
   ASSERT_STATUS(accel_op_rng_bits(s, b, 0, 1025, 1, 0),
-                ACCEL_ERROR_INVALID_ARGUMENT);  // past the end
+                ACCEL_ERROR_INVALID_ARGUMENT);     // past the end
   ASSERT_OK(accel_op_rng_bits(s, b, 0, 0, 1, 0));  // nothing to do
   ASSERT_OK(accel_op_rng_bits(s, b, 0, 1024, 1, 0));
   ASSERT_OK(accel_stream_synchronize(s));
@@ -92,11 +91,11 @@ TEST(default_generator_state) {
 
   ASSERT_OK(accel_device_manual_seed(c.device, 1234));
   // 10 elements take 3 blocks; a refused fill takes none.
-  ASSERT_OK(accel_op_random_uniform(c.stream, c.buffer, 0, ACCEL_DTYPE_F32,
-                                    10, -1, 1));
-  ASSERT_STATUS(accel_op_random_normal(c.stream, c.buffer, 0, ACCEL_DTYPE_I32,
-                                       10, 0, 1),
-                ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_OK(accel_op_random_uniform(c.stream, c.buffer, 0, ACCEL_DTYPE_F32, 10,
+                                    -1, 1));
+  ASSERT_STATUS(
+      accel_op_random_normal(c.stream, c.buffer, 0, ACCEL_DTYPE_I32, 10, 0, 1),
+      ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_OK(accel_device_rng_state_get(c.device, &seed, &offset));
   ASSERT_EQ(seed, 1234);
   ASSERT_EQ(offset, 3);

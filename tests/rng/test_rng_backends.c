@@ -50,7 +50,8 @@ static int run_device(accel_device_t* device) {
     size_t start = (k % 2) * 3 * elem;  // odd cases start 3 elements in
     accel_status_t st = rng_enqueue(stream, buffer, start, c);
     if (st == ACCEL_OK) st = accel_stream_synchronize(stream);
-    if (st == ACCEL_OK) st = accel_buffer_read(buffer, start, got, c->count * elem);
+    if (st == ACCEL_OK)
+      st = accel_buffer_read(buffer, start, got, c->count * elem);
     if (st != ACCEL_OK) {
       fprintf(stderr, "%s: case %zu: %s: %s\n", accel_device_uri(device), k,
               accel_status_string(st), accel_last_error());
@@ -60,9 +61,10 @@ static int run_device(accel_device_t* device) {
     rng_reference(c, want);
     for (size_t i = 0; i < c->count * elem; i++) {
       if (got[i] != want[i]) {
-        fprintf(stderr, "%s: case %zu: byte %zu (element %zu) is 0x%02x, "
-                "want 0x%02x\n", accel_device_uri(device), k, i, i / elem,
-                got[i], want[i]);
+        fprintf(stderr,
+                "%s: case %zu: byte %zu (element %zu) is 0x%02x, "
+                "want 0x%02x\n",
+                accel_device_uri(device), k, i, i / elem, got[i], want[i]);
         bad++;
         break;
       }

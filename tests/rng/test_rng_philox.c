@@ -16,8 +16,7 @@ static void expect_block(accel_philox_block_t b, uint32_t w0, uint32_t w1,
   uint32_t want[4] = {w0, w1, w2, w3};
   for (int i = 0; i < 4; i++) {
     if (b.w[i] != want[i]) {
-      fprintf(stderr, "word %d: got 0x%08x, want 0x%08x\n", i, b.w[i],
-              want[i]);
+      fprintf(stderr, "word %d: got 0x%08x, want 0x%08x\n", i, b.w[i], want[i]);
       *failed = 1;
     }
   }
@@ -25,8 +24,8 @@ static void expect_block(accel_philox_block_t b, uint32_t w0, uint32_t w1,
 
 TEST(known_answers) {
   int failed = 0;
-  expect_block(accel_philox4x32_10(0, 0, 0, 0, 0, 0), 0x6627e8d5u,
-               0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u, &failed);
+  expect_block(accel_philox4x32_10(0, 0, 0, 0, 0, 0), 0x6627e8d5u, 0xe169c58du,
+               0xbc57ac4cu, 0x9b00dbd8u, &failed);
   expect_block(accel_philox4x32_10(0xffffffffu, 0xffffffffu, 0xffffffffu,
                                    0xffffffffu, 0xffffffffu, 0xffffffffu),
                0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu, &failed);
@@ -51,9 +50,9 @@ TEST(counter_layout) {
 
 static float f16_value(uint32_t h) {
   uint32_t e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 0 ? ldexpf((float)m, -24)
-                   : e == 31 ? (m ? NAN : INFINITY)
-                             : ldexpf((float)(m | 1024), (int)e - 25);
+  float v = e == 0    ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : ldexpf((float)(m | 1024), (int)e - 25);
   return (h & 0x8000) ? -v : v;
 }
 
@@ -126,8 +125,8 @@ TEST(distributions_have_their_moments) {
   }
   double um = us / n, uv = uss / n - um * um;
   double nm = ns / n, nv = nss / n - nm * nm;
-  fprintf(stderr, "uniform mean %.5f var %.5f; normal mean %.5f var %.5f\n",
-          um, uv, nm, nv);
+  fprintf(stderr, "uniform mean %.5f var %.5f; normal mean %.5f var %.5f\n", um,
+          uv, nm, nv);
   ASSERT(fabs(um - 0.5) < 0.002 && fabs(uv - 1.0 / 12) < 0.002);
   ASSERT(fabs(nm) < 0.005 && fabs(nv - 1) < 0.005);
   ASSERT(umin >= 0 && umax < 1);

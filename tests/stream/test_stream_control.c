@@ -15,9 +15,9 @@
 
 static float reference_uniform(size_t i) {
   accel_philox_block_t b = accel_philox_at(3, 0, i / 4);
-  return accel_philox_as_f32(accel_philox_element(
-      b, (uint32_t)(i % 4), ACCEL_PHILOX_UNIFORM, ACCEL_PHILOX_F32, 1.0f,
-      2.0f));
+  return accel_philox_as_f32(
+      accel_philox_element(b, (uint32_t)(i % 4), ACCEL_PHILOX_UNIFORM,
+                           ACCEL_PHILOX_F32, 1.0f, 2.0f));
 }
 
 TEST(wait_stream_orders_work) {
@@ -30,8 +30,8 @@ TEST(wait_stream_orders_work) {
   ASSERT_OK(accel_buffer_create(d, BIG * 4, &buf));
   for (int round = 0; round < 3; round++) {
     ASSERT_OK(accel_stream_fill_buffer(b, buf, 0, 0, BIG * 4));
-    ASSERT_OK(accel_op_rng_uniform(b, buf, 0, ACCEL_DTYPE_F32, BIG, 3, 0, 1,
-                                   2));
+    ASSERT_OK(
+        accel_op_rng_uniform(b, buf, 0, ACCEL_DTYPE_F32, BIG, 3, 0, 1, 2));
     ASSERT_OK(accel_stream_wait_stream(a, b));
     float last = 0;
     ASSERT_OK(accel_stream_read_buffer(a, buf, (BIG - 1) * 4, &last, 4));
@@ -65,8 +65,8 @@ TEST(device_synchronize_waits_for_every_stream) {
   s[1] = NULL;
   ASSERT_OK(accel_stream_create(d, 0, &s[1]));
   for (int i = 0; i < 3; i++) {
-    ASSERT_OK(accel_op_rng_normal(s[i], buf[i], 0, ACCEL_DTYPE_F32, BIG, 5, 0,
-                                  0, 1));
+    ASSERT_OK(
+        accel_op_rng_normal(s[i], buf[i], 0, ACCEL_DTYPE_F32, BIG, 5, 0, 0, 1));
   }
   ASSERT_OK(accel_device_synchronize(d));
   for (int i = 0; i < 3; i++) {

@@ -303,18 +303,18 @@ ACCEL_PHILOX_FN float accel_philox_normal01(accel_philox_block_t block,
 // Element j (0..3) of `block` as 32 bits of `dtype` (the low 16 for f16
 // and bf16): the value of `distribution` with parameters `a`, `b` (low
 // and high, or mean and std), already converted to f32.
-ACCEL_PHILOX_FN accel_philox_u32_t accel_philox_element(
-    accel_philox_block_t block, accel_philox_u32_t j,
-    accel_philox_u32_t distribution, accel_philox_u32_t dtype, float a,
-    float b) {
+ACCEL_PHILOX_FN accel_philox_u32_t
+accel_philox_element(accel_philox_block_t block, accel_philox_u32_t j,
+                     accel_philox_u32_t distribution, accel_philox_u32_t dtype,
+                     float a, float b) {
   accel_philox_u32_t w = block.w[j];
   float v;
   if (distribution == ACCEL_PHILOX_BITS) return w;
   if (distribution == ACCEL_PHILOX_UNIFORM) {
     v = accel_philox_uniform(w, a, b);
   } else {
-    v = ACCEL_PHILOX_ADD(
-        a, ACCEL_PHILOX_MUL(b, accel_philox_normal01(block, j)));
+    v = ACCEL_PHILOX_ADD(a,
+                         ACCEL_PHILOX_MUL(b, accel_philox_normal01(block, j)));
   }
   if (dtype == ACCEL_PHILOX_F16) return accel_philox_f32_to_f16(v);
   if (dtype == ACCEL_PHILOX_BF16) return accel_philox_f32_to_bf16(v);
