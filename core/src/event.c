@@ -15,7 +15,8 @@ accel_status_t accel_event_create(accel_device_t* device,
                        "accel_event_create: device and out_event are "
                        "required");
   }
-  if ((flags & ~(accel_event_flags_t)ACCEL_EVENT_TIMING) != 0) {
+  if ((flags & ~(accel_event_flags_t)(ACCEL_EVENT_TIMING |
+                                      ACCEL_EVENT_BLOCKING_SYNC)) != 0) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_event_create: unknown flags 0x%x", flags);
   }
@@ -29,7 +30,8 @@ accel_status_t accel_event_create(accel_device_t* device,
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "event handle");
   }
   accel_status_t status =
-      device->ops->event_create(device->impl, flags, &event->impl);
+      device->ops->event_create(device->impl, flags & ACCEL_EVENT_TIMING,
+                                &event->impl);
   if (status != ACCEL_OK) {
     free(event);
     return status;

@@ -80,4 +80,22 @@ TEST(device_synchronize_waits_for_every_stream) {
   accel_device_release(d);
 }
 
+TEST(blocking_sync_event_flag_is_a_hint) {
+  accel_device_t* d = NULL;
+  accel_stream_t* s = NULL;
+  accel_event_t* e = NULL;
+  ASSERT_OK(accel_device_open("cpu:0", &d));
+  ASSERT_OK(accel_stream_create(d, 0, &s));
+  ASSERT_OK(accel_event_create(
+      d, ACCEL_EVENT_BLOCKING_SYNC | ACCEL_EVENT_TIMING, &e));
+  ASSERT_OK(accel_event_record(e, s));
+  ASSERT_OK(accel_event_synchronize(e));
+  accel_event_release(e);
+  e = NULL;
+  ASSERT_STATUS(accel_event_create(d, 1u << 2, &e),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  accel_stream_release(s);
+  accel_device_release(d);
+}
+
 int main(int argc, char** argv) { return test_main(argc, argv); }

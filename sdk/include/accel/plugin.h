@@ -124,6 +124,11 @@ enum accel_event_flag_bits {
   // The event records a timestamp so accel_event_elapsed_ms() works.
   // Without it recording is cheaper and elapsed time is refused.
   ACCEL_EVENT_TIMING = 1u << 0,
+  // Hint (cudaEventBlockingSync): a host waiting on the event may sleep
+  // instead of spinning. Accepted by accel_event_create() on every device;
+  // the core does not pass it to plugins (it is not part of the plugin
+  // ABI's flags) and no backend acts on it yet.
+  ACCEL_EVENT_BLOCKING_SYNC = 1u << 1,
   ACCEL_EVENT_FLAG_MAX_ENUM = 0x7fffffff
 };
 
