@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Runs a program with ACCEL_TRACE and checks the timeline it writes.
 
-usage: check_trace.py PROGRAM BACKEND TRACE_FILE
+usage: check_trace.py PROGRAM BACKEND TRACE_FILE [MAX_EVENTS]
 
 Exits 0 when the file is valid JSON with: host-thread spans named after
 the API calls, device spans on a "<device> stream N" track that lie inside
 their host call windows and in stream order, allocator counters, and
 instants for the plugin load and the device selection; 77 when BACKEND has
-no usable device here; 1 otherwise.
+no usable device here; 1 otherwise. With MAX_EVENTS (ACCEL_TRACE_MAX_EVENTS)
+it checks instead that exactly that many events were kept, after the
+process_name record, and the rest counted as dropped.
 """
 import json
 import os
@@ -30,9 +32,12 @@ def fail(message):
 
 def main():
     program, backend, path = sys.argv[1:4]
+    cap = sys.argv[4] if len(sys.argv) > 4 else None
     if os.path.exists(path):
         os.remove(path)
     env = dict(os.environ, ACCEL_TRACE=path, ACCEL_BACKEND=backend)
+    if cap is not None:
+        env["ACCEL_TRACE_MAX_EVENTS"] = cap
     run = subprocess.run([program], env=env, capture_output=True, text=True,
                          timeout=240)
     print(run.stdout + run.stderr)
@@ -46,6 +51,13 @@ def main():
     events = trace["traceEvents"]
     if "accel_dropped_events" not in trace:
         fail("no dropped-events counter")
+    if cap is not None:
+        if len(events) != int(cap) + 1 or trace["accel_events"] != int(cap):
+            fail("%d events kept with a cap of %s" % (len(events), cap))
+        if trace["accel_dropped_events"] < 10:
+            fail("only %d events dropped" % trace["accel_dropped_events"])
+        print("ok: %s kept, %d dropped" % (cap, trace["accel_dropped_events"]))
+        return
     pid = None
     spans = [e for e in events if e["ph"] == "X"]
     host = [e for e in spans if e["tid"] < STREAM_TRACK]
