@@ -1058,6 +1058,18 @@ void accel__allocator_reset_peaks(accel_device_t* device) {
   pthread_mutex_unlock(&a->mutex);
 }
 
+void accel__allocator_reset_accumulated(accel_device_t* device) {
+  accel__allocator_t* a = device->allocator;
+  pthread_mutex_lock(&a->mutex);
+  a->stats.raw_allocs = 0;
+  a->stats.raw_frees = 0;
+  a->stats.cache_hits = 0;
+  a->stats.cache_misses = 0;
+  a->stats.oom_retries = 0;
+  a->stats.ooms = 0;
+  pthread_mutex_unlock(&a->mutex);
+}
+
 void accel__allocator_fork_lock(accel_device_t* device, bool lock) {
   accel__allocator_t* a = device->allocator;
   if (a == NULL) return;

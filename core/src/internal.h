@@ -418,6 +418,7 @@ void accel__allocator_stats(accel_device_t* device,
                             accel_memory_stats_t* out_stats, bool* out_caching);
 void accel__allocator_empty_cache(accel_device_t* device);
 void accel__allocator_reset_peaks(accel_device_t* device);
+void accel__allocator_reset_accumulated(accel_device_t* device);
 
 // Formats `bytes` as "512 bytes", "1.50 KiB", "2.00 GiB" into `out`.
 void accel__format_bytes(char* out, size_t n, uint64_t bytes);

@@ -60,6 +60,15 @@ accel_status_t accel_device_reset_peak_memory_stats(accel_device_t* device) {
   return ACCEL_OK;
 }
 
+accel_status_t accel_device_reset_accumulated_memory_stats(
+    accel_device_t* device) {
+  accel_status_t status = accel__check_device_arg(
+      "accel_device_reset_accumulated_memory_stats", device);
+  if (status != ACCEL_OK) return status;
+  accel__allocator_reset_accumulated(device);
+  return ACCEL_OK;
+}
+
 // snprintf-style appender: writes what fits, counts everything.
 typedef struct accel__text {
   char* buf;

@@ -753,6 +753,13 @@ ACCEL_API accel_status_t accel_device_empty_cache(accel_device_t* device);
 ACCEL_API accel_status_t
 accel_device_reset_peak_memory_stats(accel_device_t* device);
 
+// Sets the accumulated counters of `device` (raw_allocs, raw_frees,
+// cache_hits, cache_misses, oom_retries, ooms) to zero, like
+// torch.cuda.reset_accumulated_memory_stats(); current and peak values
+// are untouched. Returns ACCEL_ERROR_INVALID_ARGUMENT for a NULL `device`.
+ACCEL_API accel_status_t
+accel_device_reset_accumulated_memory_stats(accel_device_t* device);
+
 // ===========================================================================
 // Host memory.
 //
