@@ -1070,6 +1070,32 @@ void accel__allocator_reset_accumulated(accel_device_t* device) {
   pthread_mutex_unlock(&a->mutex);
 }
 
+void accel__allocator_visit(accel_device_t* device,
+                            void (*fn)(void* ctx,
+                                       const accel__snapshot_item_t* item),
+                            void* ctx) {
+  static const char* const states[] = {"free", "active", "pending"};
+  accel__allocator_t* a = device->allocator;
+  pthread_mutex_lock(&a->mutex);
+  for (accel__segment_t* s = a->segments; s != NULL; s = s->next) {
+    accel__snapshot_item_t seg = {.is_segment = true,
+                                  .size = s->size,
+                                  .state = s->small ? "small" : "large",
+                                  .stream = s->pool->stream};
+    fn(ctx, &seg);
+    for (accel__block_t* b = s->first; b != NULL; b = b->next) {
+      accel__snapshot_item_t blk = {
+          .offset = b->offset,
+          .size = b->size,
+          .requested = b->state == ACCEL__BLOCK_ACTIVE ? b->buffer.size : 0,
+          .state = b->state <= ACCEL__BLOCK_PENDING ? states[b->state] : "?",
+          .stream = b->stream};
+      fn(ctx, &blk);
+    }
+  }
+  pthread_mutex_unlock(&a->mutex);
+}
+
 void accel__allocator_fork_lock(accel_device_t* device, bool lock) {
   accel__allocator_t* a = device->allocator;
   if (a == NULL) return;

@@ -420,6 +420,27 @@ void accel__allocator_empty_cache(accel_device_t* device);
 void accel__allocator_reset_peaks(accel_device_t* device);
 void accel__allocator_reset_accumulated(accel_device_t* device);
 
+// One segment or block as accel__allocator_visit() reports it. `stream`
+// is the owning or allocating stream (an identity only), NULL for the
+// device-wide pool.
+typedef struct accel__snapshot_item {
+  bool is_segment;
+  size_t offset;     // block: byte offset in its segment
+  size_t size;       // bytes
+  size_t requested;  // active block: bytes the buffer asked for, else 0
+  const char* state;  // segment: "small" or "large"; block: "free",
+                      // "active" or "pending"
+  const void* stream;
+} accel__snapshot_item_t;
+
+// Calls `fn` for every segment of `device`'s allocator, each followed by
+// its blocks in address order, under the allocator's lock: `fn` must not
+// call into the allocator.
+void accel__allocator_visit(accel_device_t* device,
+                            void (*fn)(void* ctx,
+                                       const accel__snapshot_item_t* item),
+                            void* ctx);
+
 // Formats `bytes` as "512 bytes", "1.50 KiB", "2.00 GiB" into `out`.
 void accel__format_bytes(char* out, size_t n, uint64_t bytes);
 

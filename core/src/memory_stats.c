@@ -173,3 +173,55 @@ accel_status_t accel_device_memory_summary(accel_device_t* device, char* buf,
   *out_length = t.length;
   return ACCEL_OK;
 }
+
+// Writes one segment or block of the snapshot (see accel__allocator_visit).
+typedef struct accel__snapshot {
+  accel__text_t text;
+  size_t segments;
+  size_t blocks;  // of the current segment
+} accel__snapshot_t;
+
+static void accel__snapshot_item(void* ctx, const accel__snapshot_item_t* it) {
+  accel__snapshot_t* s = ctx;
+  char stream[32] = "null";
+  if (it->stream != NULL) {
+    snprintf(stream, sizeof(stream), "\"%p\"", it->stream);
+  }
+  if (it->is_segment) {
+    accel__text_add(&s->text,
+                    "%s\n    {\"size\": %zu, \"kind\": \"%s\", "
+                    "\"stream\": %s, \"blocks\": [",
+                    s->segments == 0 ? "" : "]},", it->size, it->state,
+                    stream);
+    s->segments++;
+    s->blocks = 0;
+    return;
+  }
+  accel__text_add(&s->text,
+                  "%s\n      {\"offset\": %zu, \"size\": %zu, "
+                  "\"requested\": %zu, \"state\": \"%s\", "
+                  "\"stream\": %s}",
+                  s->blocks == 0 ? "" : ",", it->offset, it->size,
+                  it->requested, it->state, stream);
+  s->blocks++;
+}
+
+accel_status_t accel_device_memory_snapshot(accel_device_t* device, char* buf,
+                                            size_t size, size_t* out_length) {
+  static const char what[] = "accel_device_memory_snapshot";
+  if (out_length != NULL) *out_length = 0;
+  accel_status_t status = accel__check_device_arg(what, device);
+  if (status != ACCEL_OK) return status;
+  if (out_length == NULL || (buf == NULL && size != 0)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: out_length is required, and buf unless size is 0",
+                       what);
+  }
+  accel__snapshot_t s = {.text = {.buf = buf, .size = size, .length = 0}};
+  accel__text_add(&s.text, "{\"device\": \"%s\", \"segments\": [",
+                  device->uri);
+  accel__allocator_visit(device, accel__snapshot_item, &s);
+  accel__text_add(&s.text, "%s]}\n", s.segments == 0 ? "" : "\n    ]}\n  ");
+  *out_length = s.text.length;
+  return ACCEL_OK;
+}

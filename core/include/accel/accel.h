@@ -760,6 +760,19 @@ accel_device_reset_peak_memory_stats(accel_device_t* device);
 ACCEL_API accel_status_t
 accel_device_reset_accumulated_memory_stats(accel_device_t* device);
 
+// Writes the caching allocator's state as JSON (like
+// torch.cuda.memory_snapshot()), snprintf style as
+// accel_device_memory_summary(): {"device": uri, "segments": [{"size",
+// "kind" ("small" or "large"), "stream" (an opaque id string of the
+// owning stream, or null for the device-wide pool), "blocks": [{"offset",
+// "size", "requested" (bytes the live buffer asked for, else 0), "state"
+// ("free", "active", "pending": freed, waiting for stream work), "stream"
+// (allocation stream id or null)}]}]}. A consistent snapshot taken under
+// the allocator's lock. Same errors as accel_device_memory_summary().
+ACCEL_API accel_status_t accel_device_memory_snapshot(accel_device_t* device,
+                                                      char* buf, size_t size,
+                                                      size_t* out_length);
+
 // ===========================================================================
 // Host memory.
 //
