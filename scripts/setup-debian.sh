@@ -25,7 +25,7 @@ rocm_packages=(libamdhip64-dev hipcc)
 # sanitizer runtime build the fuzz targets and the clang UBSan stage.
 opencl_packages=(opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1
   pocl-opencl-icd libclblast1)
-extra_packages=(libdnnl2 clang libclang-rt-14-dev)
+extra_packages=(libdnnl2 libdnnl-dev clang libclang-rt-14-dev)
 # Open MPI runs the collectives engine's tests (docs/collectives.md); the
 # Python package's tests use Debian's NumPy and PyTorch through DLPack
 # (docs/interop.md; PyTorch is about 1 GB installed).
