@@ -94,10 +94,15 @@ static void accel_cpu_blas_blis(accel_cpu_blas_t* blas) {
 }
 
 // dlopen()s `name` and checks it has cblas_sgemm. On failure appends the
-// reason to `tried`.
+// reason to `tried`. RTLD_NODELETE: a BLAS stays mapped after its dlclose
+// (unload), as the OpenCL plugin keeps its ICD loader. OpenBLAS and BLIS
+// keep process-wide state (thread pools, buffers reachable only from
+// their own globals) and are not written to be unloaded and loaded again;
+// unmapped, that state also looks leaked to LeakSanitizer, whose report
+// then names no library. A later load reuses the same library.
 static void* accel_cpu_blas_open(const char* name, accel_cpu_sgemm_fn_t* fn,
                                  char* tried, size_t tried_size) {
-  void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   const char* why = NULL;
   if (handle == NULL) {
     why = dlerror();
@@ -145,7 +150,8 @@ accel_cpu_blas_t* accel_cpu_blas_load(const char* name, uint32_t width,
 
 void accel_cpu_blas_destroy(accel_cpu_blas_t* blas) {
   if (blas == NULL) return;
-  // OpenBLAS and BLIS stop their threads in their destructors.
+  // Drops this reference only: the library (with OpenBLAS's idle threads)
+  // stays mapped until exit, see accel_cpu_blas_open().
   dlclose(blas->handle);
   free(blas);
 }

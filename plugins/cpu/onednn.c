@@ -267,11 +267,15 @@ const char* accel_cpu_onednn_description(const accel_cpu_onednn_t* d) {
 accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
                                           size_t tried_size) {
   const char* soname = "libdnnl.so.2";
+  // RTLD_NODELETE: oneDNN keeps process-wide state (its primitive cache,
+  // OpenMP runtime threads) and stays mapped after unload, like a BLAS
+  // (blas.c); a later load reuses it.
+  const int flags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
   const char* why = NULL;
   accel_cpu_onednn_t* d = calloc(1, sizeof(*d));
   if (d == NULL) {
     why = "out of memory";
-  } else if ((d->handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+  } else if ((d->handle = dlopen(soname, flags)) == NULL) {
     why = dlerror();
   }
 #define ACCEL_DNNL_RESOLVE(name, ret, args)                 \
