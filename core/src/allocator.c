@@ -134,6 +134,8 @@ struct accel__allocator {
   bool caching;
   size_t unit;            // requests round up to this (accel__unit)
   uint64_t total_memory;  // from mem_info at open; 0 if unknown
+  accel__alloc_conf_t conf;  // ACCEL_ALLOC_CONF at open
+  uint64_t limit;            // memory_fraction * total_memory, or 0
   accel__pool_t global;
   accel__pool_t* pools;  // stream pools
   accel__segment_t* segments;
@@ -418,9 +420,27 @@ static accel_status_t accel__raw_alloc(accel__allocator_t* a, size_t want,
     a->stats.ooms++;
     return accel__fail_oom(a, requested, reason);
   }
+  // garbage_collection_threshold: above that share of the cap, give the
+  // cached segments back before asking for more.
+  uint64_t cap = a->limit != 0 ? a->limit : a->total_memory;
+  if (a->conf.gc_threshold != 0 && cap != 0 &&
+      (double)(a->stats.reserved_bytes + need) >
+          a->conf.gc_threshold * (double)cap) {
+    accel__release_cached(a);
+  }
   for (int attempt = 0; attempt < 2; attempt++) {
     size_t sizes[2] = {want, need};
     for (int k = 0; k < (need < want ? 2 : 1); k++) {
+      if (a->limit != 0 && a->stats.reserved_bytes + sizes[k] > a->limit) {
+        // memory_fraction: out of memory as far as this process goes.
+        char limit[32];
+        accel__format_bytes(limit, sizeof(limit), a->limit);
+        snprintf(reason, sizeof(reason),
+                 "ACCEL_ALLOC_CONF memory_fraction %g caps reserved memory "
+                 "at %s",
+                 a->conf.memory_fraction, limit);
+        continue;
+      }
       accel_status_t status = d->ops->mem_alloc(d->impl, sizes[k], out_mem);
       if (status == ACCEL_OK) {
         *out_size = sizes[k];
@@ -878,6 +898,31 @@ static size_t accel__unit(const accel_device_t* device) {
   return (size_t)unit;
 }
 
+// Reads ACCEL_ALLOC_CONF into `a` (see alloc_conf.c): a malformed setting
+// is ignored with a warning; memory_fraction needs a known total.
+static void accel__alloc_conf_read(accel__allocator_t* a) {
+  const char* text = accel__getenv("ACCEL_ALLOC_CONF");
+  char why[256];
+  if (!accel__alloc_conf_parse(text, &a->conf, why, sizeof(why))) {
+    accel__log(ACCEL_LOG_WARN, "ACCEL_ALLOC_CONF='%s': %s; %s ignores it",
+               text, why, a->device->uri);
+    memset(&a->conf, 0, sizeof(a->conf));
+    return;
+  }
+  if (a->conf.max_split_size != 0 || a->conf.roundup_divisions != 0) {
+    accel__log(ACCEL_LOG_WARN,
+               "ACCEL_ALLOC_CONF: max_split_size_mb and "
+               "roundup_power2_divisions are accepted but not applied yet");
+  }
+  if (a->conf.memory_fraction != 0 && a->total_memory == 0) {
+    accel__log(ACCEL_LOG_WARN,
+               "ACCEL_ALLOC_CONF: %s reports no total memory; "
+               "memory_fraction is not applied",
+               a->device->uri);
+  }
+  a->limit = (uint64_t)(a->conf.memory_fraction * (double)a->total_memory);
+}
+
 accel_status_t accel__allocator_create(accel_device_t* device) {
   accel__allocator_t* a = calloc(1, sizeof(*a));
   if (a == NULL) {
@@ -904,6 +949,7 @@ accel_status_t accel__allocator_create(accel_device_t* device) {
                "caching",
                mode, device->uri);
   }
+  accel__alloc_conf_read(a);
   accel__log(ACCEL_LOG_DEBUG, "%s: %s allocator", device->uri,
              a->caching ? "caching" : "raw");
   device->allocator = a;

@@ -420,6 +420,19 @@ void accel__allocator_empty_cache(accel_device_t* device);
 void accel__allocator_reset_peaks(accel_device_t* device);
 void accel__allocator_reset_accumulated(accel_device_t* device);
 
+// ACCEL_ALLOC_CONF settings (alloc_conf.c); zero means "not set".
+typedef struct accel__alloc_conf {
+  double memory_fraction;      // cap on reserved bytes, share of the total
+  double gc_threshold;         // give cached segments back above this share
+  uint64_t max_split_size;     // bytes (parsed, not applied yet)
+  uint32_t roundup_divisions;  // (parsed, not applied yet)
+} accel__alloc_conf_t;
+
+// Parses `text` (NULL: nothing set) into `*out`. False on a malformed
+// setting, with the reason in `why`.
+bool accel__alloc_conf_parse(const char* text, accel__alloc_conf_t* out,
+                             char* why, size_t why_size);
+
 // One segment or block as accel__allocator_visit() reports it. `stream`
 // is the owning or allocating stream (an identity only), NULL for the
 // device-wide pool.
