@@ -464,7 +464,7 @@ TEST(events) {
   EXPECT_INVALID(accel_event_create(NULL, 0, &event));
   ASSERT_NULL(event);
   event = (accel_event_t*)&event;
-  EXPECT_INVALID(accel_event_create(w.d0, 2, &event));  // unknown flag
+  EXPECT_INVALID(accel_event_create(w.d0, 4, &event));  // unknown flag
   ASSERT_NULL(event);
   EXPECT_INVALID(accel_event_create(w.d0, 0x80000000u, &event));
   EXPECT_INVALID(accel_event_create(w.d0, 0, NULL));
