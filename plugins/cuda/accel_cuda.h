@@ -290,44 +290,16 @@ accel_status_t accel_cuda_ops_launch(accel_cuda_stream_t* stream,
                                      accel_cuda_kernel_t kernel, uint64_t count,
                                      void** params, const char* what);
 
-accel_status_t accel_cuda_op_fill(void* device, void* stream, void* dst,
-                                  uint64_t dst_offset, uint32_t dtype,
-                                  uint64_t count, double value);
-accel_status_t accel_cuda_op_rng(void* device, void* stream, void* dst,
-                                 uint64_t dst_offset, uint32_t dtype,
-                                 uint64_t count, uint32_t distribution,
-                                 uint64_t seed, uint64_t offset, double a,
-                                 double b);
-accel_status_t accel_cuda_op_cast(void* device, void* stream, void* dst,
-                                  uint64_t dst_offset, uint32_t dst_dtype,
-                                  const void* src, uint64_t src_offset,
-                                  uint32_t src_dtype, uint64_t count);
-accel_status_t accel_cuda_op_scale(void* device, void* stream, void* x,
-                                   uint64_t x_offset, uint32_t dtype,
-                                   uint64_t count, double alpha);
-accel_status_t accel_cuda_op_axpy(void* device, void* stream, void* y,
-                                  uint64_t y_offset, const void* x,
-                                  uint64_t x_offset, uint32_t dtype,
-                                  uint64_t count, double alpha);
-accel_status_t accel_cuda_op_add(void* device, void* stream, void* z,
-                                 uint64_t z_offset, const void* x,
-                                 uint64_t x_offset, const void* y,
-                                 uint64_t y_offset, uint32_t dtype,
-                                 uint64_t count);
-accel_status_t accel_cuda_op_mul(void* device, void* stream, void* z,
-                                 uint64_t z_offset, const void* x,
-                                 uint64_t x_offset, const void* y,
-                                 uint64_t y_offset, uint32_t dtype,
-                                 uint64_t count);
-accel_status_t accel_cuda_op_sum(void* device, void* stream, void* out,
-                                 uint64_t out_offset, const void* x,
-                                 uint64_t x_offset, uint32_t dtype,
-                                 uint64_t count);
-accel_status_t accel_cuda_op_gemm(void* device, void* stream,
-                                  const accel_plugin_gemm_t* gemm);
-accel_status_t accel_cuda_op_gemm_workspace(void* device,
-                                            const accel_plugin_gemm_t* gemm,
-                                            uint64_t* out_bytes);
+accel_plugin_op_fill_fn accel_cuda_op_fill;
+accel_plugin_op_rng_fn accel_cuda_op_rng;
+accel_plugin_op_cast_fn accel_cuda_op_cast;
+accel_plugin_op_scale_fn accel_cuda_op_scale;
+accel_plugin_op_axpy_fn accel_cuda_op_axpy;
+accel_plugin_op_binary_fn accel_cuda_op_add;
+accel_plugin_op_binary_fn accel_cuda_op_mul;
+accel_plugin_op_sum_fn accel_cuda_op_sum;
+accel_plugin_op_gemm_fn accel_cuda_op_gemm;
+accel_plugin_op_gemm_workspace_fn accel_cuda_op_gemm_workspace;
 
 // Frees the ops module of `device` (device_close; context pushed).
 void accel_cuda_ops_unload(accel_cuda_device_t* device);

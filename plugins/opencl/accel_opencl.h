@@ -340,36 +340,14 @@ void accel_opencl_builtins_release(accel_opencl_device_t* device);
 // without the "accel_opencl_" prefix; their contracts are in
 // <accel/plugin.h>. `device` is an accel_opencl_device_t, `stream` an
 // accel_opencl_stream_t and memory an accel_opencl_mem_t.
-accel_status_t accel_opencl_op_fill(void* device, void* stream, void* dst,
-                                    uint64_t dst_offset, uint32_t dtype,
-                                    uint64_t count, double value);
-accel_status_t accel_opencl_op_cast(void* device, void* stream, void* dst,
-                                    uint64_t dst_offset, uint32_t dst_dtype,
-                                    const void* src, uint64_t src_offset,
-                                    uint32_t src_dtype, uint64_t count);
-accel_status_t accel_opencl_op_scale(void* device, void* stream, void* x,
-                                     uint64_t x_offset, uint32_t dtype,
-                                     uint64_t count, double alpha);
-accel_status_t accel_opencl_op_axpy(void* device, void* stream, void* y,
-                                    uint64_t y_offset, const void* x,
-                                    uint64_t x_offset, uint32_t dtype,
-                                    uint64_t count, double alpha);
-accel_status_t accel_opencl_op_add(void* device, void* stream, void* z,
-                                   uint64_t z_offset, const void* x,
-                                   uint64_t x_offset, const void* y,
-                                   uint64_t y_offset, uint32_t dtype,
-                                   uint64_t count);
-accel_status_t accel_opencl_op_mul(void* device, void* stream, void* z,
-                                   uint64_t z_offset, const void* x,
-                                   uint64_t x_offset, const void* y,
-                                   uint64_t y_offset, uint32_t dtype,
-                                   uint64_t count);
-accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
-                                   uint64_t out_offset, const void* x,
-                                   uint64_t x_offset, uint32_t dtype,
-                                   uint64_t count);
-accel_status_t accel_opencl_op_gemm(void* device, void* stream,
-                                    const accel_plugin_gemm_t* gemm);
+accel_plugin_op_fill_fn accel_opencl_op_fill;
+accel_plugin_op_cast_fn accel_opencl_op_cast;
+accel_plugin_op_scale_fn accel_opencl_op_scale;
+accel_plugin_op_axpy_fn accel_opencl_op_axpy;
+accel_plugin_op_binary_fn accel_opencl_op_add;
+accel_plugin_op_binary_fn accel_opencl_op_mul;
+accel_plugin_op_sum_fn accel_opencl_op_sum;
+accel_plugin_op_gemm_fn accel_opencl_op_gemm;
 
 // Custom kernels (module.c): `module` comes from accel_opencl_module_load,
 // `function` from accel_opencl_module_function.
