@@ -170,7 +170,27 @@ typedef struct accel_cpu_launch_task {
   unsigned char* values;
   size_t shared_stride;   // per-worker scratch size, 64-byte multiple
   unsigned char* shared;  // width * shared_stride bytes, during the run
+  // A kernel's ctx->fail: the first caller claims the slot, writes its
+  // status and message, then publishes the status.
+  atomic_int fail_claimed;
+  _Atomic int32_t fail_status;
+  char fail_message[256];
 } accel_cpu_launch_task_t;
+
+// accel_cpu_kernel_ctx_t.fail: the launch fails with `status` (the first
+// failure wins), as a fault does on a GPU.
+static void accel_cpu_kernel_fail(const accel_cpu_kernel_ctx_t* ctx,
+                                  int32_t status, const char* message) {
+  accel_cpu_launch_task_t* t = ctx->fail_state;
+  int expected = 0;
+  if (status == 0 ||
+      !atomic_compare_exchange_strong(&t->fail_claimed, &expected, 1)) {
+    return;
+  }
+  snprintf(t->fail_message, sizeof(t->fail_message), "%s",
+           message != NULL ? message : "the kernel failed");
+  atomic_store_explicit(&t->fail_status, status, memory_order_release);
+}
 
 static void accel_cpu_launch_block(void* ctx, uint64_t index, uint32_t worker) {
   const accel_cpu_launch_task_t* t = ctx;
@@ -185,6 +205,8 @@ static void accel_cpu_launch_block(void* ctx, uint64_t index, uint32_t worker) {
     k.shared_mem = t->shared + (size_t)worker * t->shared_stride;
     k.shared_mem_bytes = t->shared_mem_bytes;
   }
+  k.fail = accel_cpu_kernel_fail;
+  k.fail_state = (void*)t;  // the task is the launch's, writable
   t->fn(&k, (void* const*)t->argv);
 }
 
@@ -275,6 +297,11 @@ static accel_status_t accel_cpu_launch_call(accel_cpu_device_t* device,
   }
   free(t->shared);
   t->shared = NULL;
+  int32_t failed = atomic_load_explicit(&t->fail_status, memory_order_acquire);
+  if (failed != 0) {
+    snprintf(message, size, "launch: the kernel failed: %s", t->fail_message);
+    return (accel_status_t)failed;
+  }
   return ACCEL_OK;
 }
 
@@ -314,6 +341,9 @@ accel_status_t accel_cpu_launch(void* function, void* stream_ptr,
   memcpy(t->block, launch->block, sizeof(t->block));
   t->shared_mem_bytes = launch->shared_mem_bytes;
   t->num_args = launch->num_args;
+  atomic_init(&t->fail_claimed, 0);
+  atomic_init(&t->fail_status, 0);
+  t->fail_message[0] = '\0';
   t->argv = (void**)((unsigned char*)t + head);
   t->values = (unsigned char*)t + head + argv_bytes;
   unsigned char* slot = t->values;
