@@ -3,12 +3,14 @@
 """Checks an accel-bench --json document (and optionally its --plot SVG).
 
 Usage: bench_check.py JSON [--svg FILE] [--suites a,b] [--only a,b]
-                           [--cases a,b] [--ok s/c,s/c]
+                           [--cases a,b] [--ok s/c,s/c] [--raw s/c:name,...]
   --svg FILE   FILE must be well-formed XML whose root is <svg>
   --suites     each of these suites has at least one result
   --only       no result comes from any other suite
   --cases      each of these case names has at least one result
   --ok         each of these suite/case pairs has a result that ran (ok)
+  --raw        each suite/case has a result that ran with a baseline whose
+               name contains `name` (the baseline was measured, not missing)
 Structure only: no timing is judged. Exits 1 with a message on failure.
 """
 import json
@@ -69,7 +71,7 @@ def main(argv):
     if len(argv) < 2:
         fail(__doc__)
     opts = {"--svg": None, "--suites": "", "--only": "", "--cases": "",
-            "--ok": ""}
+            "--ok": "", "--raw": ""}
     args = argv[2:]
     while args:
         if args[0] not in opts or len(args) < 2:
@@ -115,6 +117,16 @@ def main(argv):
     for c in filter(None, opts["--ok"].split(",")):
         if c not in ran:
             fail("no result for %s ran (ok: %s)" % (c, sorted(ran)))
+    for item in filter(None, opts["--raw"].split(",")):
+        case, _, name = item.partition(":")
+        got = [r["baseline"]["name"] for r in doc["results"]
+               if "%s/%s" % (r["suite"], r["case"]) == case
+               and r["outcome"] == "ok" and r["baseline"] is not None]
+        if not any(name in g for g in got):
+            notes = [r["note"] for r in doc["results"]
+                     if "%s/%s" % (r["suite"], r["case"]) == case]
+            fail("no result for %s with a %s baseline (notes: %s)"
+                 % (case, name, notes))
     if opts["--svg"]:
         try:
             svg = xml.dom.minidom.parse(opts["--svg"])

@@ -81,6 +81,21 @@ case $CASE in
     expect_rc 0
     check --suites startup --only startup
     ;;
+  opencl)
+    # The raw OpenCL baselines (opencl_raw.c) run once on opencl:0 in the
+    # smoke sizes: copies, the empty kernel and CLBlastSgemm. No timing is
+    # looked at. Skips without an OpenCL device (or plugin).
+    run --smoke --device opencl:0 --filter no-such-case
+    [ "$RC" = 0 ] || { echo "SKIP: no opencl:0: $(cat "$T/err")"; exit 77; }
+    need_python
+    run --smoke --json --device opencl:0 --filter 'copy/(h2d|d2d),launch,gemm/f32/'
+    expect_rc 0
+    check --suites copy,launch,gemm --only copy,launch,gemm \
+        --ok copy/h2d_pinned,copy/d2d_async,launch/latency,gemm/f32 \
+        --raw "copy/h2d_pageable:clEnqueue,copy/h2d_pinned_async:clEnqueue,\
+copy/d2d:clEnqueue,launch/latency:clEnqueueNDRangeKernel,\
+launch/throughput:clEnqueueNDRangeKernel,gemm/f32:CLBlastSgemm"
+    ;;
   usage)
     run --help
     expect_rc 0

@@ -6,7 +6,9 @@
 // the best engine the plugin chooses from (suite_gemm.c), an elementwise op with
 // a plain C loop (loops.c) and a launch with a direct call of the kernel
 // (suite_launch.c); on CUDA they are raw cuMemcpy*Async, cublasGemmEx
-// and cuLaunchKernel of cuda_raw.c, which opens libcuda and cuBLAS itself.
+// and cuLaunchKernel of cuda_raw.c, which opens libcuda and cuBLAS itself;
+// on OpenCL clEnqueue*Buffer, CLBlastSgemm and clEnqueueNDRangeKernel of
+// opencl_raw.c.
 // Where that cannot be done (no driver, a build without the CUDA toolkit)
 // the results say "baseline not available: <reason>" rather than show a
 // stand-in.
@@ -15,6 +17,7 @@
 
 #include "bench.h"
 #include "cuda_raw.h"
+#include "opencl_raw.h"
 
 // Both ends of a CPU "device" copy: two 64-byte-aligned allocations, like
 // the CPU plugin's.
@@ -86,6 +89,8 @@ static const bench_copy_baseline_t bench_memcpy_baseline = {
 
 #define BENCH_NO_CUDA_ELEMENTWISE \
   "not available (no raw CUDA elementwise kernels written yet)"
+#define BENCH_NO_OPENCL_ELEMENTWISE \
+  "not available (no raw OpenCL elementwise kernels written yet)"
 #define BENCH_NO_HIP "not available (raw HIP baseline not written yet)"
 #define BENCH_NO_BASELINE "not available (no baseline known for this backend)"
 
@@ -106,6 +111,15 @@ static const bench_baselines_t bench_baselines_table[] = {
         .elementwise_missing = BENCH_NO_CUDA_ELEMENTWISE,
         .launch = "cuLaunchKernel",
         .alloc = "cuMemAlloc+cuMemFree",
+    },
+    {
+        // opencl_raw.c: the direct OpenCL calls and CLBlast on a context
+        // of its own; elementwise ops have no vendor routine to compare.
+        .backend = "opencl",
+        .copy = &bench_ocl_copy_baseline,
+        .gemm = "CLBlastSgemm",
+        .elementwise_missing = BENCH_NO_OPENCL_ELEMENTWISE,
+        .launch = "clEnqueueNDRangeKernel",
     },
     {
         // TODO(#7): raw hipMemcpyAsync, hipBLAS, hipModuleLaunchKernel.

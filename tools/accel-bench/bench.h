@@ -155,6 +155,7 @@ typedef enum bench_mode {
 
 typedef struct bench_direct bench_direct_t;
 typedef struct bench_cuda bench_cuda_t;  // cuda_raw.h
+typedef struct bench_ocl bench_ocl_t;    // opencl_raw.h
 
 typedef struct bench_ctx {
   bench_mode_t mode;
@@ -171,6 +172,9 @@ typedef struct bench_ctx {
   bench_cuda_t* cuda;  // raw CUDA baselines, on first use (cuda_raw.h)
   bool cuda_tried;     // opening it was tried; on failure `cuda_error`
   char cuda_error[256];
+  bench_ocl_t* ocl;  // raw OpenCL baselines, on first use (opencl_raw.h)
+  bool ocl_tried;    // opening it was tried; on failure `ocl_error`
+  char ocl_error[256];
   bench_result_t* results;
   size_t result_count;
   size_t result_capacity;

@@ -13,6 +13,7 @@
 
 #include "bench.h"
 #include "cuda_raw.h"
+#include "opencl_raw.h"
 
 static const char bench_usage[] =
     "Usage: accel-bench [OPTIONS]\n"
@@ -280,6 +281,7 @@ static int bench_run(const bench_args_t* args, bench_ctx_t* ctx,
   }
   bench_direct_close(ctx);
   bench_cuda_release(ctx);
+  bench_ocl_release(ctx);
   bench_progress(ctx, NULL, NULL);
   // Again, for what the suites loaded: the CPU plugin names its BLAS in
   // `features` only after the first GEMM. Kept as it was on failure.

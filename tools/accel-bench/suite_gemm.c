@@ -22,6 +22,11 @@
 // 32F or 32F_FAST_TF32, a workspace of the plugin's size), one product and
 // one cuStreamSynchronize per iteration as on the accel side. Sizes on a
 // GPU: 1024 and 4096 (quick), 4096 and 8192 (--full).
+//
+// On OpenCL the baseline is CLBlastSgemm called directly (opencl_raw.c)
+// on raw cl_mem buffers of the same f32 values, row-major, one product
+// and one clFinish per iteration (budget >= 95%); f16, bf16 have no raw
+// side. A CPU OpenCL device (PoCL) takes the CPU sizes.
 #if !defined(_GNU_SOURCE)
 #define _GNU_SOURCE 1
 #endif
@@ -33,9 +38,11 @@
 
 #include "bench.h"
 #include "cuda_raw.h"
+#include "opencl_raw.h"
 
 #define BENCH_GEMM_BUDGET_CPU 0.90
 #define BENCH_GEMM_BUDGET_GPU 0.98
+#define BENCH_GEMM_BUDGET_OPENCL 0.95  // of direct CLBlast, CPU or GPU
 
 typedef struct bench_gemm_case {
   const char* name;
@@ -65,6 +72,7 @@ typedef struct bench_gemm {
   float* b;
   float* c;
   bench_cuda_gemm_t* raw;  // CUDA: the cuBLAS side
+  bench_ocl_gemm_t* ocl;   // OpenCL: the CLBlast side
 } bench_gemm_t;
 
 static bool bench_accel_gemm(void* user, uint64_t iters) {
@@ -106,6 +114,7 @@ static bool bench_gemm_warm_up(bench_ctx_t* ctx, accel_dtype_t dtype) {
 
 static void bench_gemm_free(bench_gemm_t* g) {
   bench_cuda_gemm_close(g->raw);
+  bench_ocl_gemm_close(g->ocl);
   accel_stream_release(g->stream);
   accel_buffer_release(g->gemm.a);
   accel_buffer_release(g->gemm.b);
@@ -198,10 +207,36 @@ typedef struct bench_gemm_suite {
   char cpu_error[160];
   bool warmed[3];  // CPU: a warm-up GEMM ran for f32, f16, bf16
   bench_cuda_t* cuda;  // CUDA: the raw driver and cuBLAS
+  bench_ocl_t* ocl;    // OpenCL: the raw context and queue
 } bench_gemm_suite_t;
 
 static bool bench_gemm_is_cuda(const bench_gemm_suite_t* s) {
   return strcmp(s->baselines->backend, "cuda") == 0;
+}
+
+static bool bench_gemm_is_opencl(const bench_gemm_suite_t* s) {
+  return strcmp(s->baselines->backend, "opencl") == 0;
+}
+
+// The OpenCL side of bench_gemm_baseline(): CLBlastSgemm, f32 only.
+static bool bench_gemm_baseline_opencl(bench_gemm_suite_t* s,
+                                       const bench_gemm_case_t* c,
+                                       bench_result_t* r) {
+  if (c->dtype != ACCEL_DTYPE_F32 || c->tf32) {
+    snprintf(r->note, sizeof(r->note),
+             "baseline not available: only CLBlastSgemm (f32) is measured "
+             "raw");
+    return false;
+  }
+  s->ocl = bench_ocl_get(s->ctx);
+  if (s->ocl == NULL) {
+    snprintf(r->note, sizeof(r->note), "baseline not available: %.160s",
+             s->ctx->ocl_error);
+    return false;
+  }
+  snprintf(r->baseline_name, sizeof(r->baseline_name), "%s",
+           s->baselines->gemm);
+  return true;
 }
 
 // The CUDA side of bench_gemm_baseline().
@@ -233,6 +268,7 @@ static bool bench_gemm_baseline(bench_gemm_suite_t* s,
     return false;
   }
   if (bench_gemm_is_cuda(s)) return bench_gemm_baseline_cuda(s, r);
+  if (bench_gemm_is_opencl(s)) return bench_gemm_baseline_opencl(s, c, r);
   if (!s->cpu_tried) {
     s->cpu_tried = true;
     s->cpu = bench_cpu_gemm_open(s->ctx->info.compute_units);
@@ -343,6 +379,7 @@ static void bench_gemm_case(bench_gemm_suite_t* s, const bench_gemm_case_t* c,
   r->budget = BENCH_BUDGET_MIN_RATIO;
   bool cpu = ctx->info.type == ACCEL_DEVICE_TYPE_CPU;
   r->budget_value = cpu ? BENCH_GEMM_BUDGET_CPU : BENCH_GEMM_BUDGET_GPU;
+  if (bench_gemm_is_opencl(s)) r->budget_value = BENCH_GEMM_BUDGET_OPENCL;
   // Room for A, B, C on both sides plus the f32 staging and panels.
   long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   double need = 8.0 * (double)n * (double)n * sizeof(float);
@@ -366,21 +403,25 @@ static void bench_gemm_case(bench_gemm_suite_t* s, const bench_gemm_case_t* c,
     return;
   }
   bench_variant_t a = {bench_accel_gemm, &g};
-  bench_variant_t b = {NULL, &g};  // CUDA: cuBLAS (set below)
+  bench_variant_t b = {NULL, NULL};  // CUDA, OpenCL: the raw side (below)
+  bool raw = bench_gemm_is_cuda(s) || bench_gemm_is_opencl(s);
   if (has_base && bench_gemm_is_cuda(s)) {
     g.raw = bench_cuda_gemm_open(s->cuda, c->dtype, c->tf32, n, g.a, g.b);
-    if (g.raw == NULL) {
-      snprintf(r->note, sizeof(r->note), "baseline not available: %.160s",
-               bench_failure());
-      has_base = false;
-    }
-    b.run = has_base ? bench_cuda_gemm_run : NULL;
-    b.user = g.raw;
+    b = (bench_variant_t){bench_cuda_gemm_run, g.raw};
+  } else if (has_base && bench_gemm_is_opencl(s)) {
+    g.ocl = bench_ocl_gemm_open(s->ocl, n, g.a, g.b);
+    b = (bench_variant_t){bench_ocl_gemm_run, g.ocl};
+  }
+  if (has_base && raw && b.user == NULL) {
+    snprintf(r->note, sizeof(r->note), "baseline not available: %.160s",
+             bench_failure());
+    has_base = false;
+    b.run = NULL;
   }
   // A product of 2048^3 and up lasts longer than a trial: a few suffice.
   bench_plan_t plan = ctx->plan;
   if (plan.min_trials > 3) plan.min_trials = 3;
-  bool measured = has_base && !bench_gemm_is_cuda(s)
+  bool measured = has_base && !raw
                       ? bench_gemm_measure_cpu(s, c, &g, &plan, r)
                       : bench_measure(&plan, a, b, &r->accel, &r->baseline);
   if (!measured) {
@@ -393,7 +434,7 @@ static void bench_gemm_case(bench_gemm_suite_t* s, const bench_gemm_case_t* c,
     }
   } else {
     bench_gemm_to_gflops(&r->accel, n);
-    if (has_base && bench_gemm_is_cuda(s)) {
+    if (has_base && raw) {
       bench_gemm_to_gflops(&r->baseline, n);
       r->has_baseline = true;
     }
@@ -448,8 +489,8 @@ const bench_suite_t bench_suite_gemm = {
     .name = "gemm",
     .summary =
         "accel_op_gemm + sync vs the best engine called directly (CPU: "
-        "OpenBLAS, BLIS, oneDNN; CUDA: cuBLAS) (GFLOP/s; budget >= 90% "
-        "CPU, >= 98% CUDA)",
+        "OpenBLAS, BLIS, oneDNN; CUDA: cuBLAS; OpenCL: CLBlast) (GFLOP/s; "
+        "budget >= 90% CPU, >= 98% CUDA, >= 95% OpenCL)",
     .cases = bench_gemm_case_names,
     .sizes_quick =
         "CPU: f32 512, 1024, 2048; f16, bf16 1024; GPU: 1024, "

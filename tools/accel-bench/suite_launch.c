@@ -13,7 +13,11 @@
 // CUDA the kernel is kernels/empty.cu, embedded as a fatbin: the accel
 // side loads it with accel_module_create, the baseline with
 // cuModuleLoadData and launches it with raw cuLaunchKernel on a stream of
-// its own (cuda_raw.c).
+// its own (cuda_raw.c). On OpenCL the kernel is kernels/empty.cl,
+// embedded as source text: the accel side loads it with
+// accel_module_create, the baseline builds it with
+// clCreateProgramWithSource and launches it with raw clEnqueueNDRangeKernel
+// (global and local size 1) on a queue of its own (opencl_raw.c).
 //
 // The module is looked up, as accel-conform does for its kernels, under
 // share/accel/bench beside the installed bin/, then in bench/ next to the
@@ -26,6 +30,7 @@
 
 #include "bench.h"
 #include "cuda_raw.h"
+#include "opencl_raw.h"
 
 #define BENCH_LAUNCH_BUDGET_US 0.5
 #define BENCH_LAUNCH_BATCH 4096u
@@ -43,6 +48,9 @@
 extern const unsigned char accel_bench_empty_fatbin[];
 extern const size_t accel_bench_empty_fatbin_size;
 #endif
+// kernels/empty.cl, embedded as text by cmake/AccelEmbed.cmake.
+extern const unsigned char accel_bench_empty_cl[];
+extern const size_t accel_bench_empty_cl_size;
 
 static const char* const bench_launch_case_names[] = {"latency", "throughput",
                                                       NULL};
@@ -55,6 +63,7 @@ typedef struct bench_launch {
   accel_cpu_kernel_fn_t fn;
   accel_cpu_kernel_ctx_t kctx;
   bench_cuda_kernel_t* raw;  // CUDA: the same kernel loaded raw
+  bench_ocl_kernel_t* ocl;   // OpenCL: the same kernel built raw
 } bench_launch_t;
 
 static bool bench_launch_sync(bench_launch_t* l) {
@@ -100,17 +109,26 @@ static bool bench_direct_launch(void* user, uint64_t iters) {
 
 static bool bench_raw_latency(void* user, uint64_t iters) {
   bench_launch_t* l = user;
+  if (l->ocl != NULL) return bench_ocl_launch_latency(l->ocl, iters);
   return bench_cuda_launch_latency(l->raw, iters);
 }
 
 static bool bench_raw_throughput(void* user, uint64_t iters) {
   bench_launch_t* l = user;
+  if (l->ocl != NULL) {
+    return bench_ocl_launch_throughput(l->ocl, iters, BENCH_LAUNCH_BATCH);
+  }
   return bench_cuda_launch_throughput(l->raw, iters, BENCH_LAUNCH_BATCH);
 }
 
 // Whether the device is a CUDA one (its kernel is embedded, not a file).
 static bool bench_launch_is_cuda(const bench_ctx_t* ctx) {
   return strcmp(accel_device_backend(ctx->device), "cuda") == 0;
+}
+
+// Whether the device is an OpenCL one (its kernel is embedded source).
+static bool bench_launch_is_opencl(const bench_ctx_t* ctx) {
+  return strcmp(accel_device_backend(ctx->device), "opencl") == 0;
 }
 
 // Finds the empty kernel for this device; false with `why` when none.
@@ -126,6 +144,10 @@ static bool bench_launch_module_path(const bench_ctx_t* ctx, char* path,
              "empty CUDA kernel");
     return false;
 #endif
+  }
+  if (bench_launch_is_opencl(ctx)) {
+    snprintf(path, size, "kernels/empty.cl (embedded source)");
+    return true;
   }
   if (ctx->info.type != ACCEL_DEVICE_TYPE_CPU) {
     snprintf(why, why_size,
@@ -157,7 +179,10 @@ static bool bench_launch_open(bench_ctx_t* ctx, bench_launch_t* l,
                             accel_bench_empty_fatbin_size, &module);
   } else
 #endif
-  {
+      if (bench_launch_is_opencl(ctx)) {
+    s = accel_module_create(ctx->device, accel_bench_empty_cl,
+                            accel_bench_empty_cl_size, &module);
+  } else {
     s = accel_module_create_from_file(ctx->device, path, &module);
   }
   if (s == ACCEL_OK)
@@ -165,7 +190,9 @@ static bool bench_launch_open(bench_ctx_t* ctx, bench_launch_t* l,
   accel_module_release(module);  // the kernel keeps it alive
   if (s == ACCEL_OK) s = accel_stream_create(ctx->device, 0, &l->stream);
   if (s != ACCEL_OK) return bench_fail("%s: %s", path, accel_last_error());
-  if (!direct || bench_launch_is_cuda(ctx)) return true;
+  if (!direct || bench_launch_is_cuda(ctx) || bench_launch_is_opencl(ctx)) {
+    return true;
+  }
   l->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   void* sym = l->handle != NULL ? dlsym(l->handle, BENCH_LAUNCH_KERNEL) : NULL;
   if (sym == NULL) return bench_fail("dlopen %s: %s", path, dlerror());
@@ -176,10 +203,22 @@ static bool bench_launch_open(bench_ctx_t* ctx, bench_launch_t* l,
   return true;
 }
 
-// CUDA: loads the same embedded kernel raw into l->raw; on failure leaves
-// it NULL with the reason in `why`.
+// CUDA: loads the same embedded kernel raw into l->raw; OpenCL: builds
+// the same source raw into l->ocl. On failure leaves them NULL with the
+// reason in `why`.
 static void bench_launch_open_raw(bench_ctx_t* ctx, bench_launch_t* l,
                                   char* why, size_t why_size) {
+  if (bench_launch_is_opencl(ctx)) {
+    bench_ocl_t* ocl = bench_ocl_get(ctx);
+    if (ocl == NULL) {
+      snprintf(why, why_size, "%s", ctx->ocl_error);
+      return;
+    }
+    l->ocl = bench_ocl_kernel_open(ocl, (const char*)accel_bench_empty_cl,
+                                   BENCH_LAUNCH_KERNEL);
+    if (l->ocl == NULL) snprintf(why, why_size, "%s", bench_failure());
+    return;
+  }
 #if defined(ACCEL_BENCH_CUDA_FATBIN)
   bench_cuda_t* cu = bench_cuda_get(ctx);
   if (cu == NULL) {
@@ -200,6 +239,7 @@ static void bench_launch_close(bench_launch_t* l) {
   accel_kernel_release(l->kernel);
   if (l->handle != NULL) dlclose(l->handle);
   bench_cuda_kernel_close(l->raw);
+  bench_ocl_kernel_close(l->ocl);
   memset(l, 0, sizeof(*l));
 }
 
@@ -242,8 +282,8 @@ static void bench_launch_run(bench_ctx_t* ctx) {
     snprintf(why, sizeof(why), "%s", bench_failure());
     ok = false;
   }
-  // CUDA: the raw side, or why there is none.
-  bool cuda = bench_launch_is_cuda(ctx);
+  // CUDA and OpenCL: the raw side, or why there is none.
+  bool cuda = bench_launch_is_cuda(ctx) || bench_launch_is_opencl(ctx);
   char raw_why[sizeof(ctx->cuda_error)] = "";
   if (ok && cuda) bench_launch_open_raw(ctx, &l, raw_why, sizeof(raw_why));
   for (int k = 0; k < 2; ++k) {
@@ -261,7 +301,7 @@ static void bench_launch_run(bench_ctx_t* ctx) {
     bench_progress(ctx, "launch", r->name);
     bench_variant_t a = {accel_fns[k], &l};
     bench_variant_t b = {bl->launch != NULL ? bench_direct_launch : NULL, &l};
-    if (cuda) b.run = l.raw != NULL ? raw_fns[k] : NULL;
+    if (cuda) b.run = l.raw != NULL || l.ocl != NULL ? raw_fns[k] : NULL;
     if (b.run != NULL) {
       snprintf(r->baseline_name, sizeof(r->baseline_name), "%s%s", bl->launch,
                cuda ? "" : " (dlsym)");
