@@ -339,7 +339,8 @@ typedef struct bench_baselines {
   const char* elementwise;
   const char* elementwise_missing;
   // Launch: the kernel function called directly through dlsym on the CPU
-  // (suite_launch.c); raw cuLaunchKernel on CUDA (cuda_raw.c).
+  // (suite_launch.c); raw cuLaunchKernel on CUDA (cuda_raw.c), raw
+  // clEnqueueNDRangeKernel on OpenCL (opencl_raw.c).
   const char* launch;
   const char* launch_missing;
   // Alloc: a second baseline beside the plugin's own mem_alloc+mem_free,
