@@ -81,11 +81,17 @@ TEST(wrap_release_waits_for_queued_work) {
   ASSERT_OK(accel_stream_create(d, 0, &s2));
   accel_buffer_t* b = wrap(d, &o);
   ASSERT_NOT_NULL(b);
-  // Two streams queue work; the release must wait for both.
+  // Two streams queue work; the release must wait for both. s1 waits for
+  // s2's fills (they write the same bytes), so its last fill, 7, wins.
+  accel_event_t* e = NULL;
+  ASSERT_OK(accel_event_create(d, 0, &e));
   ASSERT_OK(memory_busy(s2, b, 3));
-  ASSERT_OK(memory_busy(s1, b, 8));  // its last fill writes 7
+  ASSERT_OK(accel_event_record(e, s2));
+  ASSERT_OK(accel_stream_wait_event(s1, e));
+  ASSERT_OK(memory_busy(s1, b, 8));
   o.last = 7;
   accel_buffer_release(b);
+  accel_event_release(e);
   ASSERT_EQ(o.releases, 1);
   ASSERT(o.work_done);
   accel_stream_release(s1);
