@@ -66,6 +66,7 @@ uint32_t accel__plugin_abi_minor(uint32_t ops_size) {
     size_t size;
     uint32_t minor;
   } sizes[] = {
+      {ACCEL__ENDS_AFTER(accel_device_ops_t, op_rng), 3},
       {ACCEL__ENDS_AFTER(accel_device_ops_t, op_gemm_workspace), 2},
       {ACCEL__ENDS_AFTER(accel_device_ops_t, op_gemm), 1},
   };

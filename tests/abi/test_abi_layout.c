@@ -106,7 +106,7 @@ TEST(launch_layout) {
 TEST(device_ops_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
-  SIZE(accel_device_ops_t, 328);
+  SIZE(accel_device_ops_t, 432);
   FIELD(accel_device_ops_t, struct_size, 0, 4);
   FIELD(accel_device_ops_t, query_props, 8, 8);
   FIELD(accel_device_ops_t, mem_info, 16, 8);
@@ -151,6 +151,20 @@ TEST(device_ops_layout) {
   FIELD(accel_device_ops_t, mem_wrap, 304, 8);
   FIELD(accel_device_ops_t, mem_unwrap, 312, 8);
   FIELD(accel_device_ops_t, op_rng, 320, 8);
+  // -- since ABI 1.4 --
+  FIELD(accel_device_ops_t, native_handle, 328, 8);
+  FIELD(accel_device_ops_t, host_register, 336, 8);
+  FIELD(accel_device_ops_t, host_unregister, 344, 8);
+  FIELD(accel_device_ops_t, launch_host_func, 352, 8);
+  FIELD(accel_device_ops_t, stream_priority_range, 360, 8);
+  FIELD(accel_device_ops_t, stream_create_priority, 368, 8);
+  FIELD(accel_device_ops_t, stream_begin_capture, 376, 8);
+  FIELD(accel_device_ops_t, stream_end_capture, 384, 8);
+  FIELD(accel_device_ops_t, graph_launch, 392, 8);
+  FIELD(accel_device_ops_t, graph_destroy, 400, 8);
+  FIELD(accel_device_ops_t, op_unary, 408, 8);
+  FIELD(accel_device_ops_t, op_bias_add, 416, 8);
+  FIELD(accel_device_ops_t, op_gemm_batched, 424, 8);
   LAYOUT_END();
 }
 
@@ -221,7 +235,7 @@ TEST(abi_constants) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();
   VALUE(ACCEL_PLUGIN_ABI_VERSION, 1);
-  VALUE(ACCEL_PLUGIN_ABI_MINOR, 3);
+  VALUE(ACCEL_PLUGIN_ABI_MINOR, 4);
   VALUE(ACCEL_DEVICE_OPS_MIN_SIZE, 184);
   VALUE(ACCEL_PLUGIN_MIN_SIZE, 80);
   LAYOUT_END();

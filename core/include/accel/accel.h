@@ -115,9 +115,9 @@ enum accel_event_flag_bits {
   // Without it recording is cheaper and elapsed time is refused.
   ACCEL_EVENT_TIMING = 1u << 0,
   // Hint (cudaEventBlockingSync): a host waiting on the event may sleep
-  // instead of spinning. Accepted by accel_event_create() on every device;
-  // the core does not pass it to plugins (it is not part of the plugin
-  // ABI's flags) and no backend acts on it yet.
+  // instead of spinning. Accepted by accel_event_create() on every device.
+  // Since ABI 1.4 the core passes it to plugins of ABI 1.4 or later (an
+  // older plugin never sees it); a plugin may ignore it.
   ACCEL_EVENT_BLOCKING_SYNC = 1u << 1,
   ACCEL_EVENT_FLAG_MAX_ENUM = 0x7fffffff
 };

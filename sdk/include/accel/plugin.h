@@ -47,7 +47,7 @@ extern "C" {
 
 // Minor ABI version: the number of "since ABI 1.N" additions this header
 // has. Informational: compatibility is decided by struct_size, not by this.
-#define ACCEL_PLUGIN_ABI_MINOR 3u
+#define ACCEL_PLUGIN_ABI_MINOR 4u
 
 // Name of the one exported symbol; pass it to dlsym().
 #define ACCEL_PLUGIN_ENTRY_NAME "accel_plugin_entry"
@@ -125,9 +125,9 @@ enum accel_event_flag_bits {
   // Without it recording is cheaper and elapsed time is refused.
   ACCEL_EVENT_TIMING = 1u << 0,
   // Hint (cudaEventBlockingSync): a host waiting on the event may sleep
-  // instead of spinning. Accepted by accel_event_create() on every device;
-  // the core does not pass it to plugins (it is not part of the plugin
-  // ABI's flags) and no backend acts on it yet.
+  // instead of spinning. Accepted by accel_event_create() on every device.
+  // Since ABI 1.4 the core passes it to plugins of ABI 1.4 or later (an
+  // older plugin never sees it); a plugin may ignore it.
   ACCEL_EVENT_BLOCKING_SYNC = 1u << 1,
   ACCEL_EVENT_FLAG_MAX_ENUM = 0x7fffffff
 };
@@ -292,6 +292,21 @@ typedef struct accel_plugin_gemm {
   uint64_t workspace_size;
 } accel_plugin_gemm_t;
 
+// The batch of a strided-batched GEMM (since ABI 1.4): `count` GEMMs of the
+// shape in the accel_plugin_gemm_t passed with it, GEMM `i` reading A at
+// `a_offset + i * stride_a` bytes, B at `b_offset + i * stride_b` and C at
+// `c_offset + i * stride_c` (the core has checked every one lies inside its
+// memory). Strides are in bytes, may be 0 for A or B (one matrix shared by
+// the whole batch) but never for C, and C regions never overlap.
+typedef struct accel_plugin_gemm_batch {
+  uint32_t struct_size;
+  uint32_t reserved0;
+  uint64_t count;     // >= 1
+  uint64_t stride_a;  // bytes
+  uint64_t stride_b;
+  uint64_t stride_c;
+} accel_plugin_gemm_batch_t;
+
 // Kind of one kernel argument.
 typedef enum accel_plugin_arg_kind {
   ACCEL_PLUGIN_ARG_VALUE = 0,   // `size` bytes copied from `value`
@@ -369,6 +384,26 @@ typedef accel_status_t accel_plugin_op_rng_fn(
     void* device, void* stream, void* dst, uint64_t dst_offset, uint32_t dtype,
     uint64_t count, uint32_t distribution, uint64_t seed, uint64_t offset,
     double a, double b);
+
+// Element-wise activations of op_unary (since ABI 1.4). Values are stable.
+typedef enum accel_plugin_unary_op {
+  ACCEL_PLUGIN_UNARY_RELU = 0,  // max(x, 0); -0 stays -0, NaN stays NaN
+  ACCEL_PLUGIN_UNARY_GELU = 1,  // x * (1 + erf(x / sqrt(2))) / 2 (exact)
+  ACCEL_PLUGIN_UNARY_SILU = 2,  // x / (1 + exp(-x))
+  ACCEL_PLUGIN_UNARY_MAX_ENUM = 0x7fffffff
+} accel_plugin_unary_op_t;
+
+// Function types of the ABI 1.4 op entries.
+typedef accel_status_t accel_plugin_op_unary_fn(
+    void* device, void* stream, void* dst, uint64_t dst_offset,
+    const void* src, uint64_t src_offset, uint32_t dtype, uint64_t count,
+    uint32_t op);
+typedef accel_status_t accel_plugin_op_bias_add_fn(
+    void* device, void* stream, void* y, uint64_t y_offset, const void* bias,
+    uint64_t bias_offset, uint32_t dtype, uint64_t rows, uint64_t cols);
+typedef accel_status_t accel_plugin_op_gemm_batched_fn(
+    void* device, void* stream, const accel_plugin_gemm_t* gemm,
+    const accel_plugin_gemm_batch_t* batch);
 
 // ---------------------------------------------------------------------------
 // Device operations.
@@ -586,7 +621,88 @@ typedef struct accel_device_ops {
                            uint64_t dst_offset, uint32_t dtype, uint64_t count,
                            uint32_t distribution, uint64_t seed,
                            uint64_t offset, double a, double b);
+
+  // -- since ABI 1.4 --
+  // (optional) Sets `*out_handle` to the backend's own object behind one of
+  // this plugin's handles, as an integer (pointers cast through uintptr_t):
+  // `kind` is an accel_plugin_native_kind_t and `object` the plugin handle
+  // of that kind (NULL for DEVICE and CONTEXT, which describe `device`).
+  // The object stays the plugin's: the caller must not release it, and it
+  // is valid as long as the accel handle is. NULL, or
+  // ACCEL_ERROR_UNSUPPORTED, means the backend has no such object (the
+  // CPU has no native stream).
+  accel_status_t (*native_handle)(void* device, uint32_t kind, void* object,
+                                  uint64_t* out_handle);
+  // (optional) Page-locks `size` bytes of existing host memory at `ptr`
+  // (cudaHostRegister) so copies from and to it run at pinned speed. The
+  // memory stays the caller's. NULL means the core only records the range
+  // (copies still work, at pageable speed).
+  accel_status_t (*host_register)(void* device, void* ptr, size_t size);
+  // (optional) Undoes host_register. Must be set with host_register.
+  void (*host_unregister)(void* device, void* ptr);
+  // (optional) Enqueues `fn(user)` on `stream`: it runs on a thread of the
+  // plugin's choosing once the work enqueued before it has finished, and
+  // work enqueued after it waits until it returns. `fn` must not call
+  // accel or the plugin. NULL makes the core return
+  // ACCEL_ERROR_UNSUPPORTED.
+  accel_status_t (*launch_host_func)(void* stream, void (*fn)(void* user),
+                                     void* user);
+  // (optional) The range of stream priorities: `*out_greatest` is the most
+  // urgent, numerically lowest as on CUDA (for example -5 to 0). NULL
+  // means streams have one priority, 0.
+  accel_status_t (*stream_priority_range)(void* device, int32_t* out_least,
+                                          int32_t* out_greatest);
+  // (optional) stream_create with a priority inside stream_priority_range
+  // (the core clamps it). Must be set with stream_priority_range.
+  accel_status_t (*stream_create_priority)(void* device,
+                                           accel_stream_flags_t flags,
+                                           int32_t priority,
+                                           void** out_stream);
+  // (optional) Starts recording `stream`: until stream_end_capture, the
+  // copies, memsets, ops, launches, host functions and event records and
+  // waits the core enqueues on it are recorded, not run. The core calls
+  // it only on an idle stream, and during capture calls nothing that
+  // would wait for the stream. NULL means the core replays its own record
+  // of a graph call by call (correct, without the saving).
+  accel_status_t (*stream_begin_capture)(void* stream);
+  // (optional) Ends recording and returns the work as a graph that
+  // graph_launch runs on any stream of the device, any number of times.
+  // Set with stream_begin_capture, graph_launch and graph_destroy.
+  accel_status_t (*stream_end_capture)(void* stream, void** out_graph);
+  // (optional) Enqueues one run of `graph` on `stream`, in stream order.
+  accel_status_t (*graph_launch)(void* graph, void* stream);
+  // (optional) Destroys a graph once its enqueued runs have finished.
+  void (*graph_destroy)(void* graph);
+  // (optional) y = act(x) element-wise for an accel_plugin_unary_op_t
+  // `op`, float dtypes only (f16/bf16 compute in f32, round once). dst and
+  // src may be the same range (in place). NULL: UNSUPPORTED.
+  accel_plugin_op_unary_fn* op_unary;
+  // (optional) y[r * cols + c] += bias[c] for r < rows, c < cols (a
+  // row-major rows x cols matrix plus a broadcast row). Float dtypes and
+  // I32 (wraps). NULL: UNSUPPORTED.
+  accel_plugin_op_bias_add_fn* op_bias_add;
+  // (optional) Strided-batched GEMM (cublasGemmStridedBatchedEx). NULL
+  // means the core runs `batch->count` op_gemm calls, which is correct
+  // but slower. The workspace in `gemm`, if any, serves the whole batch.
+  accel_plugin_op_gemm_batched_fn* op_gemm_batched;
 } accel_device_ops_t;
+
+// What native_handle returns for each kind (since ABI 1.4).
+typedef enum accel_plugin_native_kind {
+  // CUdevice, hipDevice_t (as integers), cl_device_id.
+  ACCEL_PLUGIN_NATIVE_DEVICE = 0,
+  // CUcontext (the primary context), hipCtx_t or 0, cl_context.
+  ACCEL_PLUGIN_NATIVE_CONTEXT = 1,
+  // CUstream, hipStream_t, cl_command_queue; `object` is a plugin stream.
+  ACCEL_PLUGIN_NATIVE_STREAM = 2,
+  // CUevent, hipEvent_t, the cl_event of the latest record (0 if never
+  // recorded); `object` is a plugin event.
+  ACCEL_PLUGIN_NATIVE_EVENT = 3,
+  // The allocation: CUdeviceptr, HIP pointer, cl_mem, host pointer on the
+  // CPU; `object` is plugin memory.
+  ACCEL_PLUGIN_NATIVE_MEMORY = 4,
+  ACCEL_PLUGIN_NATIVE_KIND_MAX_ENUM = 0x7fffffff
+} accel_plugin_native_kind_t;
 
 // Smallest device-ops table the core accepts: everything up to and
 // including `event_query` (the required part of ABI 1.0).
