@@ -24,6 +24,7 @@
 //   custom kernels         module.c   module_load, kernels, launches
 //   built-in ops           ops.c      kernels/ops.cl, built once per device
 //   GEMM                   gemm.c     CLBlast (clblast.c) or kernels/gemm.cl
+//   native handles         interop.c  the OpenCL objects behind handles
 //
 // Locking: the plugin mutex guards the one-time ICD and CLBlast loading;
 // each device mutex guards its lazily built built-in program; each kernel
@@ -280,10 +281,14 @@ accel_status_t accel_opencl_memset(void* device, void* stream, void* dst,
 
 typedef struct accel_opencl_stream {
   accel_opencl_device_t* device;
-  cl_command_queue queue;  // in order, CL_QUEUE_PROFILING_ENABLE
+  cl_command_queue queue;  // in order, without profiling (see stream.c)
   pthread_mutex_t mutex;   // guards the fields below
-  // Events of enqueued commands not yet known to be complete, checked for
-  // a negative execution status at synchronize and query; the first failure
+  // In order, CL_QUEUE_PROFILING_ENABLE: created at the first record of a
+  // timing event, it holds only the markers that timestamp such records.
+  cl_command_queue timing_queue;
+  // Events of enqueued commands not yet known to be complete (the markers
+  // and barriers of event records, waits and queries), checked for a
+  // negative execution status at synchronize and query; the first failure
   // becomes the stream's sticky error.
   cl_event* pending;
   size_t pending_count;
@@ -303,6 +308,11 @@ typedef struct accel_opencl_stream {
 accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
                                             cl_int err, cl_event event,
                                             const char* what);
+
+// The stream's profiling queue for timing markers, created at the first
+// call. Thread-safe.
+accel_status_t accel_opencl_stream_timing_queue(accel_opencl_stream_t* stream,
+                                                cl_command_queue* out_queue);
 
 // Stream entries of accel_device_ops_t; contracts in <accel/plugin.h>.
 accel_status_t accel_opencl_stream_create(void* device,
@@ -327,6 +337,14 @@ accel_status_t accel_opencl_event_synchronize(void* event);
 accel_status_t accel_opencl_event_query(void* event, bool* out_done);
 accel_status_t accel_opencl_event_elapsed_ms(void* start, void* end,
                                              float* out_ms);
+// The marker of the event's latest record (not retained: valid until the
+// next record or the event's destruction), NULL if never recorded.
+cl_event accel_opencl_event_native(void* event);
+
+// plugin ABI 1.4: native_handle (interop.c): cl_device_id, cl_context,
+// the stream's cl_command_queue, the event's latest marker, the cl_mem.
+accel_status_t accel_opencl_native_handle(void* device, uint32_t kind,
+                                          void* object, uint64_t* out_handle);
 
 // ---------------------------------------------------------------------------
 // Built-in ops and GEMM (ops.c, gemm.c), custom kernels (module.c): the

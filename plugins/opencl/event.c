@@ -2,12 +2,17 @@
 //
 // Events: each record enqueues a marker (clEnqueueMarkerWithWaitList) on
 // the stream's queue and keeps its cl_event, replacing the previous one.
-// A marker completes when all earlier work on its in-order queue has, so
-// its CL_PROFILING_COMMAND_END is the moment that work was done: elapsed
-// time is the difference of the two markers' END timestamps (START can be
-// earlier than the previous command's end on runtimes that start a marker
-// when it is submitted). An event never recorded is complete, and timing
-// it is refused, as on the CPU plugin.
+// A marker completes when all earlier work on its in-order queue has.
+//
+// Stream queues have no profiling (stream.c), so a timing event's record
+// also enqueues a second marker, the stamp, on the stream's profiling
+// timing queue, waiting for the first: its CL_PROFILING_COMMAND_END is the
+// moment the runtime saw the stream's work done, and elapsed time is the
+// difference of two stamps' END timestamps (START can be earlier than the
+// awaited work's end on runtimes that start a marker when it is
+// submitted). Both stamps lag their work by the runtime's notification
+// time, so the lag cancels out in the difference. An event never recorded
+// is complete, and timing it is refused, as on the CPU plugin.
 //
 // stream_wait_event puts the marker in a barrier's wait list when both
 // queues share a context. A marker of another context (another platform)
@@ -20,8 +25,9 @@
 typedef struct accel_opencl_event {
   accel_opencl_device_t* device;
   accel_event_flags_t flags;
-  pthread_mutex_t mutex;  // guards `marker`
+  pthread_mutex_t mutex;  // guards `marker` and `stamp`
   cl_event marker;        // the last record; NULL until the first
+  cl_event stamp;         // its timing-queue marker (ACCEL_EVENT_TIMING)
 } accel_opencl_event_t;
 
 accel_status_t accel_opencl_event_create(void* device_ptr,
@@ -52,18 +58,49 @@ void accel_opencl_event_destroy(void* event_ptr) {
   if (event == NULL) return;
   // Commands that wait on the marker hold their own reference to it.
   if (event->marker != NULL) event->device->cl->clReleaseEvent(event->marker);
+  if (event->stamp != NULL) event->device->cl->clReleaseEvent(event->stamp);
   pthread_mutex_destroy(&event->mutex);
   free(event);
 }
 
 // The event's current marker with a reference the caller releases, or
-// NULL when it was never recorded.
-static cl_event accel_opencl_event_marker(accel_opencl_event_t* event) {
+// NULL when it was never recorded; with its stamp (also referenced, NULL
+// for an event without timing) when `out_stamp` is not NULL.
+static cl_event accel_opencl_event_marker_stamp(accel_opencl_event_t* event,
+                                                cl_event* out_stamp) {
+  const accel_opencl_api_t* cl = event->device->cl;
   pthread_mutex_lock(&event->mutex);
   cl_event marker = event->marker;
-  if (marker != NULL) event->device->cl->clRetainEvent(marker);
+  if (marker != NULL) cl->clRetainEvent(marker);
+  if (out_stamp != NULL) {
+    *out_stamp = event->stamp;
+    if (*out_stamp != NULL) cl->clRetainEvent(*out_stamp);
+  }
   pthread_mutex_unlock(&event->mutex);
   return marker;
+}
+
+static cl_event accel_opencl_event_marker(accel_opencl_event_t* event) {
+  return accel_opencl_event_marker_stamp(event, NULL);
+}
+
+// Enqueues the timestamp marker of a timing record: on the stream's timing
+// queue, waiting for `marker`, submitted at once.
+static accel_status_t accel_opencl_event_stamp(accel_opencl_stream_t* stream,
+                                               cl_event marker,
+                                               cl_event* out_stamp) {
+  const accel_opencl_api_t* cl = stream->device->cl;
+  cl_command_queue timing = NULL;
+  accel_status_t status = accel_opencl_stream_timing_queue(stream, &timing);
+  if (status != ACCEL_OK) return status;
+  cl_int err = cl->clEnqueueMarkerWithWaitList(timing, 1, &marker, out_stamp);
+  if (err == CL_SUCCESS) err = cl->clFlush(timing);
+  if (err != CL_SUCCESS && *out_stamp != NULL) {
+    cl->clReleaseEvent(*out_stamp);
+    *out_stamp = NULL;
+  }
+  return accel_opencl_check(stream->device->host, err,
+                            "clEnqueueMarkerWithWaitList (timing queue)");
 }
 
 accel_status_t accel_opencl_event_record(void* event_ptr, void* stream_ptr) {
@@ -83,11 +120,22 @@ accel_status_t accel_opencl_event_record(void* event_ptr, void* stream_ptr) {
   cl->clRetainEvent(marker);
   accel_opencl_stream_enqueued(stream, CL_SUCCESS, marker,
                                "clEnqueueMarkerWithWaitList");
+  cl_event stamp = NULL;
+  if (event->flags & ACCEL_EVENT_TIMING) {
+    accel_status_t status = accel_opencl_event_stamp(stream, marker, &stamp);
+    if (status != ACCEL_OK) {
+      cl->clReleaseEvent(marker);
+      return status;
+    }
+  }
   pthread_mutex_lock(&event->mutex);
-  cl_event old = event->marker;
+  cl_event old[2] = {event->marker, event->stamp};
   event->marker = marker;
+  event->stamp = stamp;
   pthread_mutex_unlock(&event->mutex);
-  if (old != NULL) cl->clReleaseEvent(old);
+  for (int i = 0; i < 2; i++) {
+    if (old[i] != NULL) cl->clReleaseEvent(old[i]);
+  }
   return ACCEL_OK;
 }
 
@@ -144,6 +192,7 @@ accel_status_t accel_opencl_event_elapsed_ms(void* start_ptr, void* end_ptr,
   unsigned index = events[0]->device->index;
   *out_ms = 0;
   cl_event markers[2] = {NULL, NULL};
+  cl_event stamps[2] = {NULL, NULL};
   cl_ulong ends[2] = {0, 0};
   accel_status_t status = ACCEL_OK;
   for (int i = 0; i < 2 && status == ACCEL_OK; i++) {
@@ -152,7 +201,8 @@ accel_status_t accel_opencl_event_elapsed_ms(void* start_ptr, void* end_ptr,
                           "opencl:%u: %s event was created without "
                           "ACCEL_EVENT_TIMING",
                           index, kRoles[i]);
-    } else if ((markers[i] = accel_opencl_event_marker(events[i])) == NULL) {
+    } else if ((markers[i] = accel_opencl_event_marker_stamp(
+                    events[i], &stamps[i])) == NULL) {
       status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                           "opencl:%u: %s event was never recorded", index,
                           kRoles[i]);
@@ -164,17 +214,26 @@ accel_status_t accel_opencl_event_elapsed_ms(void* start_ptr, void* end_ptr,
         status = host->fail(host, ACCEL_ERROR_NOT_READY,
                             "opencl:%u: %s event has not completed", index,
                             kRoles[i]);
+      } else if (stamps[i] == NULL) {
+        // Recorded before the event had ACCEL_EVENT_TIMING: cannot be.
+        status = host->fail(host, ACCEL_ERROR_INTERNAL,
+                            "opencl:%u: %s event has no timestamp", index,
+                            kRoles[i]);
       } else {
-        status = accel_opencl_check(
-            host,
-            cl->clGetEventProfilingInfo(markers[i], CL_PROFILING_COMMAND_END,
-                                        sizeof(ends[i]), &ends[i], NULL),
-            "clGetEventProfilingInfo");
+        // The stamp follows its completed marker within the runtime's
+        // notification time.
+        cl_int err = cl->clWaitForEvents(1, &stamps[i]);
+        if (err == CL_SUCCESS) {
+          err = cl->clGetEventProfilingInfo(stamps[i], CL_PROFILING_COMMAND_END,
+                                            sizeof(ends[i]), &ends[i], NULL);
+        }
+        status = accel_opencl_check(host, err, "clGetEventProfilingInfo");
       }
     }
   }
   for (int i = 0; i < 2; i++) {
     if (markers[i] != NULL) cl->clReleaseEvent(markers[i]);
+    if (stamps[i] != NULL) cl->clReleaseEvent(stamps[i]);
   }
   if (status != ACCEL_OK) return status;
   double ns = ends[1] >= ends[0] ? (double)(ends[1] - ends[0])
@@ -261,4 +320,12 @@ accel_status_t accel_opencl_stream_wait_event(void* stream_ptr,
   }
   cl->clReleaseEvent(marker);
   return status;
+}
+
+cl_event accel_opencl_event_native(void* event_ptr) {
+  accel_opencl_event_t* event = event_ptr;
+  pthread_mutex_lock(&event->mutex);
+  cl_event marker = event->marker;
+  pthread_mutex_unlock(&event->mutex);
+  return marker;
 }

@@ -148,12 +148,13 @@ static cl_command_queue accel_opencl_queue(accel_opencl_device_t* device,
 }
 
 // Finishes a command enqueued on `stream` (or run blocking when NULL).
+// Stream commands carry no event: see stream.c for how a failure still
+// surfaces.
 static accel_status_t accel_opencl_done(accel_opencl_device_t* device,
                                         accel_opencl_stream_t* stream,
-                                        cl_int err, cl_event event,
-                                        const char* what) {
+                                        cl_int err, const char* what) {
   if (stream != NULL) {
-    return accel_opencl_stream_enqueued(stream, err, event, what);
+    return accel_opencl_stream_enqueued(stream, err, NULL, what);
   }
   return accel_opencl_check(device->host, err, what);
 }
@@ -163,12 +164,10 @@ accel_status_t accel_opencl_copy_h2d(void* device_ptr, void* stream_ptr,
                                      const void* src, size_t size) {
   accel_opencl_device_t* device = device_ptr;
   accel_opencl_stream_t* stream = stream_ptr;
-  cl_event event = NULL;
   cl_int err = device->cl->clEnqueueWriteBuffer(
       accel_opencl_queue(device, stream), ((accel_opencl_mem_t*)dst)->mem,
-      stream == NULL, dst_offset, size, src, 0, NULL,
-      stream != NULL ? &event : NULL);
-  return accel_opencl_done(device, stream, err, event, "clEnqueueWriteBuffer");
+      stream == NULL, dst_offset, size, src, 0, NULL, NULL);
+  return accel_opencl_done(device, stream, err, "clEnqueueWriteBuffer");
 }
 
 accel_status_t accel_opencl_copy_d2h(void* device_ptr, void* stream_ptr,
@@ -176,12 +175,10 @@ accel_status_t accel_opencl_copy_d2h(void* device_ptr, void* stream_ptr,
                                      size_t src_offset, size_t size) {
   accel_opencl_device_t* device = device_ptr;
   accel_opencl_stream_t* stream = stream_ptr;
-  cl_event event = NULL;
   cl_int err = device->cl->clEnqueueReadBuffer(
       accel_opencl_queue(device, stream), ((const accel_opencl_mem_t*)src)->mem,
-      stream == NULL, src_offset, size, dst, 0, NULL,
-      stream != NULL ? &event : NULL);
-  return accel_opencl_done(device, stream, err, event, "clEnqueueReadBuffer");
+      stream == NULL, src_offset, size, dst, 0, NULL, NULL);
+  return accel_opencl_done(device, stream, err, "clEnqueueReadBuffer");
 }
 
 // One clEnqueueCopyBuffer on `queue`; blocking (waits) when `stream` is
@@ -194,13 +191,12 @@ static accel_status_t accel_opencl_copy_one(accel_opencl_device_t* device,
   cl_event event = NULL;
   cl_int err = device->cl->clEnqueueCopyBuffer(
       accel_opencl_queue(device, stream), src, dst, src_offset, dst_offset,
-      size, 0, NULL, &event);
+      size, 0, NULL, stream == NULL ? &event : NULL);
   if (stream == NULL && err == CL_SUCCESS) {
     err = device->cl->clWaitForEvents(1, &event);
     device->cl->clReleaseEvent(event);
-    event = NULL;
   }
-  return accel_opencl_done(device, stream, err, event, "clEnqueueCopyBuffer");
+  return accel_opencl_done(device, stream, err, "clEnqueueCopyBuffer");
 }
 
 // memmove within one buffer. clEnqueueCopyBuffer refuses overlapping
@@ -315,11 +311,10 @@ accel_status_t accel_opencl_memset(void* device_ptr, void* stream_ptr,
   cl_event event = NULL;
   cl_int err = device->cl->clEnqueueFillBuffer(
       accel_opencl_queue(device, stream), ((accel_opencl_mem_t*)dst)->mem,
-      &value, 1, offset, size, 0, NULL, &event);
+      &value, 1, offset, size, 0, NULL, stream == NULL ? &event : NULL);
   if (stream == NULL && err == CL_SUCCESS) {
     err = device->cl->clWaitForEvents(1, &event);
     device->cl->clReleaseEvent(event);
-    event = NULL;
   }
-  return accel_opencl_done(device, stream, err, event, "clEnqueueFillBuffer");
+  return accel_opencl_done(device, stream, err, "clEnqueueFillBuffer");
 }

@@ -129,33 +129,39 @@ TEST(sticky_async_error) {
   ocl_unload(&fx);
 }
 
+// Copies, fills and launches carry no event; the markers of event records
+// are what the stream tracks.
 TEST(pending_list_pruned) {
   ocl_fixture_t fx;
   OPEN_OR_SKIP(fx);
   accel_opencl_device_t* device = fx.device;
-  void *mem = NULL, *stream_ptr = NULL;
+  void *mem = NULL, *stream_ptr = NULL, *event = NULL;
   OCL_ASSERT_OK(fx.ops->mem_alloc(device, 64, &mem));
   OCL_ASSERT_OK(fx.ops->stream_create(device, 0, &stream_ptr));
+  OCL_ASSERT_OK(fx.ops->event_create(device, 0, &event));
   accel_opencl_stream_t* stream = stream_ptr;
   // Held back, the list grows past its first capacity...
   cl_event gate = block(stream);
   ASSERT_NOT_NULL(gate);
   for (int i = 0; i < 100; i++) {
     OCL_ASSERT_OK(fx.ops->memset(device, stream, mem, 0, 1, 64));
+    OCL_ASSERT_OK(fx.ops->event_record(event, stream));
   }
   ASSERT_EQ(stream->pending_count, 101);
   size_t capacity = stream->pending_capacity;
   device->cl->clSetUserEventStatus(gate, CL_COMPLETE);
   device->cl->clReleaseEvent(gate);
-  // ...and once the work is done, new commands reuse the room.
+  // ...and once the work is done, new records reuse the room.
   for (int i = 0; i < 1000; i++) {
     device->cl->clFinish(stream->queue);
     OCL_ASSERT_OK(fx.ops->memset(device, stream, mem, 0, 1, 64));
+    OCL_ASSERT_OK(fx.ops->event_record(event, stream));
     ASSERT(stream->pending_count <= capacity);
   }
   ASSERT_EQ(stream->pending_capacity, capacity);
   OCL_ASSERT_OK(fx.ops->stream_synchronize(stream));
   ASSERT_EQ(stream->pending_count, 0);
+  fx.ops->event_destroy(event);
   fx.ops->stream_destroy(stream);
   fx.ops->mem_free(device, mem);
   ocl_unload(&fx);
