@@ -263,6 +263,9 @@ struct accel_stream {
   void* impl;
   accel__pool_t* pool;  // the allocator's pool for this stream, or NULL
   _Atomic(void*) trace;  // trace_stream.c's state while tracing, or NULL
+  // Set once the plugin stream is destroyed (its work done), for holders
+  // of weak references that wait for it (module.c).
+  atomic_bool destroyed;
   // Links in the device's list of live streams (stream_control.c).
   accel_stream_t* live_prev;
   accel_stream_t* live_next;

@@ -7,16 +7,17 @@
 //
 // Lifetime: a kernel keeps its module alive and a module its device. A
 // launch may still be queued when the last reference goes, so each module
-// records an event on every stream it was launched on (one per stream,
-// re-recorded by each launch), and the final release waits for those
-// events before the plugin unloads the code. The wait blocks the releasing
-// thread only when launches are still pending.
+// remembers the streams it was launched on (a weak reference each, taken
+// at the first launch there), and the final release waits for each of
+// them, or for its destruction, before the plugin unloads the code. The
+// wait blocks the releasing thread only while work is still queued.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -31,10 +32,13 @@
 // Most blocks one launch may have, whatever the device says.
 #define ACCEL__LAUNCH_MAX_BLOCKS ((uint64_t)1 << 63)
 
-// The last launch of a module on one stream.
+// A stream a module was launched on: a weak reference (the struct stays
+// readable, the stream may be destroyed), so the final release of the
+// module can wait for what each such stream has queued. Nothing is
+// recorded per launch: an event record after every launch cost a marker
+// and a flush per launch on OpenCL.
 typedef struct accel__launch_mark {
-  const accel_stream_t* stream;  // identity only; never dereferenced
-  void* event;                   // plugin event, recorded after each launch
+  accel_stream_t* stream;
 } accel__launch_mark_t;
 
 struct accel_module {
@@ -296,18 +300,33 @@ void accel_module_retain(accel_module_t* module) {
   if (module != NULL) atomic_fetch_add(&module->refs, 1);
 }
 
+// Waits until the work `stream` has queued so far has finished or, for a
+// stream whose last reference is gone, until its destruction (which waits
+// for its work) is over.
+static void accel__module_wait_stream(accel_device_t* device,
+                                      accel_stream_t* stream) {
+  if (accel__stream_try_retain(stream)) {
+    if (device->ops->stream_synchronize(stream->impl) != ACCEL_OK) {
+      // The launch failed; its stream reports that. The code may go.
+      accel__log(ACCEL_LOG_DEBUG, "module on %s: a pending launch failed: %s",
+                 device->uri, accel_last_error());
+    }
+    accel_stream_release(stream);
+    return;
+  }
+  while (!atomic_load_explicit(&stream->destroyed, memory_order_acquire)) {
+    struct timespec pause = {0, 100 * 1000};
+    nanosleep(&pause, NULL);
+  }
+}
+
 void accel_module_release(accel_module_t* module) {
   if (module == NULL || atomic_fetch_sub(&module->refs, 1) != 1) return;
   accel_device_t* device = module->device;
   // Nobody else can launch it now; wait for what is still queued.
   for (size_t i = 0; i < module->mark_count; i++) {
-    void* event = module->marks[i].event;
-    if (device->ops->event_synchronize(event) != ACCEL_OK) {
-      // The launch failed; its stream reports that. The code may go.
-      accel__log(ACCEL_LOG_DEBUG, "module on %s: a pending launch failed: %s",
-                 device->uri, accel_last_error());
-    }
-    device->ops->event_destroy(event);
+    accel__module_wait_stream(device, module->marks[i].stream);
+    accel__stream_weak_release(module->marks[i].stream);
   }
   device->ops->module_unload(module->impl);
   free(module->marks);
@@ -316,43 +335,46 @@ void accel_module_release(accel_module_t* module) {
   accel_device_release(device);
 }
 
-// Records that `module` was just launched on `stream`. If that cannot be
-// recorded, waits for the stream instead, so a later final release never
-// unloads code that is still queued.
+// Records that `module` was just launched on `stream`, so that its final
+// release waits for the stream. If that cannot be recorded, waits for the
+// stream now instead, so a later release never unloads code that is still
+// queued.
 static accel_status_t accel__module_mark(accel_module_t* module,
                                          accel_stream_t* stream) {
-  const accel_device_ops_t* ops = module->device->ops;
   accel_status_t status = ACCEL_OK;
   pthread_mutex_lock(&module->lock);
-  accel__launch_mark_t* mark = NULL;
-  for (size_t i = 0; i < module->mark_count; i++) {
-    if (module->marks[i].stream == stream) {
-      mark = &module->marks[i];
-      break;
-    }
+  bool marked = false;
+  for (size_t i = 0; i < module->mark_count && !marked; i++) {
+    marked = module->marks[i].stream == stream;
   }
-  if (mark == NULL) {
-    if (module->mark_count == module->mark_capacity) {
-      size_t capacity = module->mark_capacity ? 2 * module->mark_capacity : 4;
-      accel__launch_mark_t* grown =
-          realloc(module->marks, capacity * sizeof(*grown));
-      if (grown != NULL) {
-        module->marks = grown;
-        module->mark_capacity = capacity;
+  if (!marked && module->mark_count == module->mark_capacity) {
+    // Streams destroyed since: their work is done, so forget them.
+    size_t kept = 0;
+    for (size_t i = 0; i < module->mark_count; i++) {
+      accel_stream_t* s = module->marks[i].stream;
+      if (atomic_load_explicit(&s->destroyed, memory_order_acquire)) {
+        accel__stream_weak_release(s);
+      } else {
+        module->marks[kept++].stream = s;
       }
     }
-    void* event = NULL;
-    if (module->mark_count < module->mark_capacity &&
-        ops->event_create(module->device->impl, 0, &event) == ACCEL_OK) {
-      mark = &module->marks[module->mark_count++];
-      mark->stream = stream;
-      mark->event = event;
+    module->mark_count = kept;
+  }
+  if (!marked && module->mark_count == module->mark_capacity) {
+    size_t capacity = module->mark_capacity ? 2 * module->mark_capacity : 4;
+    accel__launch_mark_t* grown =
+        realloc(module->marks, capacity * sizeof(*grown));
+    if (grown != NULL) {
+      module->marks = grown;
+      module->mark_capacity = capacity;
     }
   }
-  if (mark == NULL ||
-      ops->event_record(mark->event, stream->impl) != ACCEL_OK) {
-    status = ops->stream_synchronize(stream->impl);
+  if (!marked && module->mark_count < module->mark_capacity) {
+    accel__stream_weak_retain(stream);
+    module->marks[module->mark_count++].stream = stream;
+    marked = true;
   }
+  if (!marked) status = module->device->ops->stream_synchronize(stream->impl);
   pthread_mutex_unlock(&module->lock);
   return status;
 }

@@ -56,6 +56,7 @@ void accel_stream_release(accel_stream_t* stream) {
   accel__trace_stream_release(stream);
   device->ops->stream_destroy(stream->impl);
   accel__allocator_stream_dead(stream);
+  atomic_store_explicit(&stream->destroyed, true, memory_order_release);
   accel_device_release(device);
   accel__stream_weak_release(stream);
 }

@@ -359,6 +359,45 @@ TEST(release_with_pending_launches) {
   env_close(&e);
 }
 
+// A stream destroyed before the module: its destruction waited for the
+// launch, and the module's release neither waits for it again nor touches
+// the plugin stream.
+TEST(release_after_stream_release) {
+  REQUIRE_MODULE();
+  env_t e = {0};
+  ASSERT_OK(env_open(&e));
+  const uint32_t n = 64;
+  accel_buffer_t* x = NULL;
+  ASSERT_OK(accel_buffer_create(e.device, n * 4, &x));
+  ASSERT_OK(accel_op_fill(e.stream, x, 0, ACCEL_DTYPE_F32, n, 0.0));
+  ASSERT_OK(accel_stream_synchronize(e.stream));
+  accel_module_t* module = NULL;
+  ASSERT_OK(accel_module_create_from_file(
+      e.device, getenv("KERNELS_CPU_MODULE"), &module));
+  accel_kernel_t* kernel = NULL;
+  ASSERT_OK(accel_kernel_create(module, "kt_add_one", &kernel));
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  config.grid[0] = n;
+  accel_kernel_arg_t args[2] = {
+      {ACCEL_KERNEL_ARG_BUFFER, 0, NULL, x, 0},
+      {ACCEL_KERNEL_ARG_VALUE, sizeof(n), &n, NULL, 0},
+  };
+  for (int i = 0; i < 20; i++) {  // more streams than the first mark list
+    accel_stream_t* s = NULL;
+    ASSERT_OK(accel_stream_create(e.device, 0, &s));
+    ASSERT_OK(accel_kernel_launch(kernel, s, &config, 2, args));
+    accel_stream_release(s);  // waits for the launch
+  }
+  accel_kernel_release(kernel);
+  accel_module_release(module);
+  float host[64];
+  ASSERT_OK(accel_buffer_read(x, 0, host, sizeof(host)));
+  for (uint32_t i = 0; i < n; i++) ASSERT(host[i] == 20.0f);
+  accel_buffer_release(x);
+  env_close(&e);
+}
+
 TEST(launch_argument_checks) {
   REQUIRE_MODULE();
   env_t e = {0};
