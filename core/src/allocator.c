@@ -76,9 +76,9 @@ typedef enum accel__block_state {
   ACCEL__BLOCK_PENDING = 2,  // freed, waiting for stream events
 } accel__block_state_t;
 
-// One block of a segment. While ACTIVE, `buffer` is the user's handle.
+// One block of a segment. While ACTIVE, a buffer handle (handle.c) has the
+// block as its `owner`.
 struct accel__block {
-  accel_buffer_t buffer;
   accel__segment_t* segment;
   accel__block_t* prev;  // neighbours in address order, same segment
   accel__block_t* next;
@@ -86,6 +86,7 @@ struct accel__block {
   accel__block_t* link_next;
   size_t offset;
   size_t size;  // bytes of the block (the rounded request while ACTIVE)
+  size_t requested;  // ACTIVE: the buffer's size as requested
   uint32_t bin;
   uint8_t state;           // accel__block_state_t
   bool split_counted;      // counted in inactive_split_bytes
@@ -149,7 +150,7 @@ struct accel__allocator {
 };
 
 static accel__block_t* accel__block_of(accel_buffer_t* buffer) {
-  return (accel__block_t*)((char*)buffer - offsetof(accel__block_t, buffer));
+  return (accel__block_t*)buffer->owner;
 }
 
 static size_t accel__round_up(size_t size, size_t unit) {
@@ -667,6 +668,11 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
   }
   accel_status_t limit = accel__check_max_alloc(a, size);
   if (limit != ACCEL_OK) return limit;
+  accel_buffer_t* buffer = accel__handle_new(sizeof(*buffer));
+  if (buffer == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
+                       "%s: no host memory for a buffer handle", device->uri);
+  }
   size_t rounded = a->caching ? accel__round_up(size, a->unit) : size;
   bool small = rounded <= ACCEL__SMALL_REQUEST;
   accel__block_t* b = NULL;
@@ -690,6 +696,7 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
         accel__segment_new(a, pool, size, rounded, small, &b);
     if (status != ACCEL_OK) {
       pthread_mutex_unlock(&a->mutex);
+      accel__handle_free(buffer);
       return status;
     }
     a->stats.cache_misses++;
@@ -705,12 +712,13 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
   a->stats.active_blocks++;
   ACCEL__PEAK(a, allocated_bytes, allocated_bytes_peak);
   ACCEL__PEAK(a, active_blocks, active_blocks_peak);
-  accel_buffer_t* buffer = &b->buffer;
+  b->requested = size;
   atomic_store_explicit(&buffer->refs, 1, memory_order_relaxed);
   buffer->device = device;
   buffer->impl = b->segment->mem;
   buffer->base = b->offset;
   buffer->size = size;
+  buffer->owner = b;
   pthread_mutex_unlock(&a->mutex);
   if (stream != NULL) accel__stream_weak_retain(stream);
   accel_device_retain(device);
@@ -731,9 +739,9 @@ static bool accel__uses_contain(accel__block_t* b, accel_stream_t* stream) {
   return false;
 }
 
-static accel_status_t accel__buffer_use_slow(accel__block_t* b,
+static accel_status_t accel__buffer_use_slow(accel__allocator_t* a,
+                                             accel__block_t* b,
                                              accel_stream_t* stream) {
-  accel__allocator_t* a = b->buffer.device->allocator;
   accel_status_t status = ACCEL_OK;
   pthread_mutex_lock(&a->mutex);
   if (accel__uses_contain(b, stream)) goto done;
@@ -754,7 +762,7 @@ static accel_status_t accel__buffer_use_slow(accel__block_t* b,
     if (more == NULL) {
       status = accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
                            "%s: no host memory to track a buffer's streams",
-                           b->buffer.device->uri);
+                           a->device->uri);
       goto done;
     }
     b->more_uses = more;
@@ -772,7 +780,7 @@ accel_status_t accel__buffer_use(accel_buffer_t* buffer,
   if (buffer->wrapped) return accel__wrapped_use(buffer, stream);
   accel__block_t* b = accel__block_of(buffer);
   if (stream == b->stream || accel__uses_contain(b, stream)) return ACCEL_OK;
-  return accel__buffer_use_slow(b, stream);
+  return accel__buffer_use_slow(buffer->device->allocator, b, stream);
 }
 
 // Makes `block` wait for the work `stream` has queued so far: records an
@@ -1069,6 +1077,9 @@ accel_status_t accel_buffer_record_stream(accel_buffer_t* buffer,
                        "accel_buffer_record_stream: buffer and stream are "
                        "required");
   }
+  accel_status_t live =
+      accel__check_buffer("accel_buffer_record_stream", "given", buffer);
+  if (live != ACCEL_OK) return live;
   if (buffer->device->plugin != stream->device->plugin) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_buffer_record_stream: the buffer is on %s but "
@@ -1133,7 +1144,7 @@ void accel__allocator_visit(accel_device_t* device,
       accel__snapshot_item_t blk = {
           .offset = b->offset,
           .size = b->size,
-          .requested = b->state == ACCEL__BLOCK_ACTIVE ? b->buffer.size : 0,
+          .requested = b->state == ACCEL__BLOCK_ACTIVE ? b->requested : 0,
           .state = b->state <= ACCEL__BLOCK_PENDING ? states[b->state] : "?",
           .stream = b->stream};
       fn(ctx, &blk);

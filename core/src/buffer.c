@@ -9,20 +9,26 @@
 #include "internal.h"
 #include "trace.h"
 
-accel_status_t accel__check_range(const char* what, const char* operand,
-                                  const accel_buffer_t* buffer, size_t offset,
-                                  size_t size) {
+accel_status_t accel__check_buffer(const char* what, const char* operand,
+                                   const accel_buffer_t* buffer) {
   if (buffer == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL",
                        what, operand);
   }
-  if (atomic_load_explicit(&buffer->refs, memory_order_relaxed) == 0) {
-    // Cheap, not complete: once the memory went to a new buffer, the old
-    // handle may name the new one (see accel_buffer_release).
+  // A stale handle never names a newer buffer (handle.c).
+  if (accel__buffer_released(buffer)) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: the %s buffer was already released", what,
                        operand);
   }
+  return ACCEL_OK;
+}
+
+accel_status_t accel__check_range(const char* what, const char* operand,
+                                  const accel_buffer_t* buffer, size_t offset,
+                                  size_t size) {
+  accel_status_t status = accel__check_buffer(what, operand, buffer);
+  if (status != ACCEL_OK) return status;
   if (size == 0) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: size is 0", what);
   }
@@ -48,56 +54,40 @@ accel_status_t accel_buffer_create(accel_device_t* device, size_t size,
   return accel__allocator_alloc(device, NULL, size, out_buffer);
 }
 
-// A released handle keeps a count of zero until its memory is handed to a
-// new buffer, so retaining or releasing it again is caught (and ignored)
-// in that window; the message goes to accel_last_error() and the error
-// log.
-static void accel__buffer_dead(accel_buffer_t* buffer, const char* what) {
-  accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-              "%s: buffer %p was already released; ignored (a double "
-              "release: the program releases a reference it no longer "
-              "holds)",
-              what, (void*)buffer);
-  accel__log(ACCEL_LOG_ERROR, "%s", accel_last_error());
-}
-
+// A released handle never names a newer buffer (handle.c), so retaining or
+// releasing it again is caught and ignored; the message goes to
+// accel_last_error() and the error log.
 void accel_buffer_retain(accel_buffer_t* buffer) {
-  if (buffer == NULL) return;
-  unsigned refs = atomic_load(&buffer->refs);
-  do {
-    if (refs == 0) {
-      accel__buffer_dead(buffer, "accel_buffer_retain");
-      return;
-    }
-  } while (!atomic_compare_exchange_weak(&buffer->refs, &refs, refs + 1));
+  if (buffer != NULL && accel__refs_step(buffer, &buffer->refs, true) == 0) {
+    accel__handle_dead("accel_buffer_retain", "buffer", buffer);
+  }
 }
 
 void accel_buffer_release(accel_buffer_t* buffer) {
   ACCEL__TRACE_API("accel_buffer_release");
   if (buffer == NULL) return;
-  unsigned refs = atomic_load(&buffer->refs);
-  do {
-    if (refs == 0) {
-      accel__buffer_dead(buffer, "accel_buffer_release");
-      return;
-    }
-  } while (!atomic_compare_exchange_weak(&buffer->refs, &refs, refs - 1));
+  unsigned refs = accel__refs_step(buffer, &buffer->refs, false);
+  if (refs == 0) accel__handle_dead("accel_buffer_release", "buffer", buffer);
   if (refs != 1) return;
   accel_device_t* device = buffer->device;
   if (buffer->wrapped) {
     accel__wrapped_free(buffer);  // unwraps and calls the owner's release
   } else {
-    accel__allocator_free(buffer);  // the handle lives in the block record
+    accel__allocator_free(buffer);
   }
+  accel__handle_free(buffer);  // the handle is stale from here on
   accel_device_release(device);
 }
 
+// A released handle has size 0 and no device.
 size_t accel_buffer_size(const accel_buffer_t* buffer) {
-  return buffer != NULL ? buffer->size : 0;
+  return buffer != NULL && !accel__buffer_released(buffer) ? buffer->size
+                                                           : 0;
 }
 
 accel_device_t* accel_buffer_device(const accel_buffer_t* buffer) {
-  return buffer != NULL ? buffer->device : NULL;
+  return buffer != NULL && !accel__buffer_released(buffer) ? buffer->device
+                                                           : NULL;
 }
 
 accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer,
@@ -109,6 +99,9 @@ accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer,
                        "accel_buffer_query_address: buffer and out_address "
                        "are required");
   }
+  accel_status_t live =
+      accel__check_buffer("accel_buffer_query_address", "given", buffer);
+  if (live != ACCEL_OK) return live;
   if (offset > buffer->size) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_buffer_query_address: offset %zu is past the "

@@ -5,12 +5,12 @@
 // memory; when the last reference goes it waits for the streams that used
 // the buffer, unwraps the plugin handle and calls the owner's `release`.
 //
-// A wrapped buffer's handle lives in a record of its own (not in the
-// caching allocator), with its own list of the streams that used it, held
-// by weak references as the allocator's blocks hold them. Records are
-// never given back to malloc: a released one keeps a count of zero on a
-// free list until the next wrap takes it, so a double release is caught
-// (accel_buffer_release) exactly as for allocator buffers.
+// A wrapped buffer's handle (handle.c) has a record of this file as its
+// `owner`, not an allocator block: the owner's release callback and the
+// list of the streams that used the buffer, held by weak references as the
+// allocator's blocks hold them. Released records wait on a free list for
+// the next wrap; the handle itself is retired by accel_buffer_release, so
+// a double release is caught exactly as for allocator buffers.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,6 @@
 #include "internal.h"
 
 typedef struct accel__wrapped {
-  accel_buffer_t buffer;  // first: a buffer pointer is a record pointer
   void (*release)(void* user_data);
   void* user_data;
   pthread_mutex_t mutex;  // guards `uses`
@@ -63,7 +62,10 @@ accel_status_t accel_buffer_wrap(accel_device_t* device, uint64_t address,
                        "non-zero size and out_buffer are required");
   }
   accel__wrapped_t* w = accel__wrapped_get();
-  if (w == NULL) {
+  accel_buffer_t* buffer = accel__handle_new(sizeof(*buffer));
+  if (w == NULL || buffer == NULL) {
+    if (w != NULL) accel__wrapped_put(w);
+    accel__handle_free(buffer);
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
                        "accel_buffer_wrap: no host memory for the handle");
   }
@@ -74,6 +76,7 @@ accel_status_t accel_buffer_wrap(accel_device_t* device, uint64_t address,
     char reason[512];
     snprintf(reason, sizeof(reason), "%s", accel_last_error());
     accel__wrapped_put(w);
+    accel__handle_free(buffer);
     return accel__fail(status, "accel_buffer_wrap on %s: %s", device->uri,
                        reason);
   }
@@ -81,12 +84,12 @@ accel_status_t accel_buffer_wrap(accel_device_t* device, uint64_t address,
   w->user_data = user_data;
   w->use_count = 0;
   w->next_free = NULL;
-  accel_buffer_t* buffer = &w->buffer;
   buffer->device = device;
   buffer->impl = mem;
   buffer->base = 0;
   buffer->size = size;
   buffer->wrapped = true;
+  buffer->owner = w;
   accel_device_retain(device);
   atomic_store_explicit(&buffer->refs, 1, memory_order_release);
   *out_buffer = buffer;
@@ -95,7 +98,7 @@ accel_status_t accel_buffer_wrap(accel_device_t* device, uint64_t address,
 
 accel_status_t accel__wrapped_use(accel_buffer_t* buffer,
                                   accel_stream_t* stream) {
-  accel__wrapped_t* w = (accel__wrapped_t*)buffer;
+  accel__wrapped_t* w = buffer->owner;
   accel_status_t status = ACCEL_OK;
   pthread_mutex_lock(&w->mutex);
   for (size_t i = 0; i < w->use_count; i++) {
@@ -122,7 +125,7 @@ done:
 }
 
 void accel__wrapped_free(accel_buffer_t* buffer) {
-  accel__wrapped_t* w = (accel__wrapped_t*)buffer;
+  accel__wrapped_t* w = buffer->owner;
   accel_device_t* device = buffer->device;
   // The last reference is gone, so no thread adds uses any more. A stream
   // whose count already reached zero has finished its work.
@@ -141,6 +144,6 @@ void accel__wrapped_free(accel_buffer_t* buffer) {
   void* user_data = w->user_data;
   w->release = NULL;
   w->user_data = NULL;
-  accel__wrapped_put(w);  // refs stays 0 until the record is reused
+  accel__wrapped_put(w);
   if (release != NULL) release(user_data);
 }

@@ -265,6 +265,8 @@ static accel_status_t accel__operand_check(const char* what,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", what,
                        name);
   }
+  accel_status_t live = accel__check_buffer(what, name, op->buffer);
+  if (live != ACCEL_OK) return live;
   if (op->buffer->device != stream->device) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: %s is on %s but the stream is on %s", what, name,

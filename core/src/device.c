@@ -47,14 +47,14 @@ accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
     *out_device = device;
     return ACCEL_OK;
   }
-  device = calloc(1, sizeof(*device));
+  device = accel__handle_new(sizeof(*device));
   if (device == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "device handle");
   }
   accel_status_t status = plugin->desc.device_open(
       plugin->state, accel__plugin_physical(plugin, index), &device->impl);
   if (status != ACCEL_OK) {
-    free(device);
+    accel__handle_free(device);
     return status;  // the plugin recorded why
   }
   atomic_init(&device->refs, 1);
@@ -68,7 +68,7 @@ accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
   if (status != ACCEL_OK) {
     accel__allocator_destroy(device);
     plugin->desc.device_close(device->impl);
-    free(device);
+    accel__handle_free(device);
     return status;
   }
   plugin->devices[index] = device;
@@ -155,7 +155,9 @@ accel_status_t accel__device_type_locked(accel__plugin_t* plugin,
 }
 
 void accel_device_retain(accel_device_t* device) {
-  if (device != NULL) atomic_fetch_add(&device->refs, 1);
+  if (device != NULL && accel__refs_step(device, &device->refs, true) == 0) {
+    accel__handle_dead("accel_device_retain", "device", device);
+  }
 }
 
 void accel_device_release(accel_device_t* device) {
@@ -164,7 +166,9 @@ void accel_device_release(accel_device_t* device) {
   // reopen and release (and free) this handle.
   accel__plugin_t* plugin = device->plugin;
   uint32_t index = device->index;
-  if (atomic_fetch_sub(&device->refs, 1) != 1) return;
+  unsigned refs = accel__refs_step(device, &device->refs, false);
+  if (refs == 0) accel__handle_dead("accel_device_release", "device", device);
+  if (refs != 1) return;
   // The count reached zero, but another thread may reopen the device before
   // we take the lock: close it only if it is still this plugin's handle and
   // still unreferenced.
@@ -175,7 +179,7 @@ void accel_device_release(accel_device_t* device) {
     accel__host_pool_destroy(device);
     accel__allocator_destroy(device);
     plugin->desc.device_close(device->impl);
-    free(device);
+    accel__handle_free(device);
   }
   pthread_mutex_unlock(&accel__state.lock);
 }

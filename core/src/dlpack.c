@@ -206,7 +206,7 @@ accel_status_t accel_buffer_to_dlpack(accel_buffer_t* buffer, size_t offset,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown dtype %d",
                        what, (int)dtype);
   }
-  if (atomic_load(&buffer->refs) == 0) {
+  if (accel__buffer_released(buffer)) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: the buffer was already released", what);
   }

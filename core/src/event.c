@@ -25,7 +25,7 @@ accel_status_t accel_event_create(accel_device_t* device,
                        "accel_event_create: events on %s cannot measure time",
                        device->uri);
   }
-  accel_event_t* event = calloc(1, sizeof(*event));
+  accel_event_t* event = accel__handle_new(sizeof(*event));
   if (event == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "event handle");
   }
@@ -33,7 +33,7 @@ accel_status_t accel_event_create(accel_device_t* device,
       device->ops->event_create(device->impl, flags & ACCEL_EVENT_TIMING,
                                 &event->impl);
   if (status != ACCEL_OK) {
-    free(event);
+    accel__handle_free(event);
     return status;
   }
   atomic_init(&event->refs, 1);
@@ -46,14 +46,19 @@ accel_status_t accel_event_create(accel_device_t* device,
 }
 
 void accel_event_retain(accel_event_t* event) {
-  if (event != NULL) atomic_fetch_add(&event->refs, 1);
+  if (event != NULL && accel__refs_step(event, &event->refs, true) == 0) {
+    accel__handle_dead("accel_event_retain", "event", event);
+  }
 }
 
 void accel_event_release(accel_event_t* event) {
-  if (event == NULL || atomic_fetch_sub(&event->refs, 1) != 1) return;
+  if (event == NULL) return;
+  unsigned refs = accel__refs_step(event, &event->refs, false);
+  if (refs == 0) accel__handle_dead("accel_event_release", "event", event);
+  if (refs != 1) return;
   accel_device_t* device = event->device;
   device->ops->event_destroy(event->impl);
-  free(event);
+  accel__handle_free(event);
   accel_device_release(device);
 }
 

@@ -146,9 +146,11 @@ static void accel__fork_prepare(void) {
   pthread_mutex_lock(&accel__state.lock);
   accel__each_device(accel__allocator_fork_lock, true);
   accel__each_device(accel__host_pool_fork_lock, true);
+  accel__handle_fork_lock(true);
 }
 
 static void accel__fork_parent(void) {
+  accel__handle_fork_lock(false);
   accel__each_device(accel__host_pool_fork_lock, false);
   accel__each_device(accel__allocator_fork_lock, false);
   pthread_mutex_unlock(&accel__state.lock);
@@ -161,6 +163,7 @@ static size_t accel__left_behind_count;
 
 static void accel__fork_child(void) {
   accel__state_t* st = &accel__state;
+  accel__handle_fork_child();
   accel__each_device(accel__host_pool_fork_lock, false);
   accel__each_device(accel__allocator_fork_lock, false);
   for (size_t i = 0; i < st->plugin_count; i++) {

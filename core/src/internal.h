@@ -205,6 +205,47 @@ char* accel__strdup(const char* s);
 // Handles
 // ---------------------------------------------------------------------------
 
+// The records behind buffer, stream, event and device handles (handle.c):
+// a handle is a (slot, generation) pair that is also a plain pointer to
+// its record. accel__handle_new returns a zeroed record of at least `size`
+// bytes (up to 1024) or NULL when out of memory; accel__handle_free zeroes
+// it and moves its slot to the next generation, so the released handle
+// never names a newer record: accel__handle_current() is then false for
+// it (and its count reads zero until the slot is reused). Create handles
+// only with accel__handle_new and free them only with accel__handle_free,
+// never with calloc/free; check a handle a caller passes in with
+// accel__refs_step (retain/release) or accel__check_buffer (buffers)
+// before reading anything else of it.
+void* accel__handle_new(size_t size);
+void accel__handle_free(void* record);
+bool accel__handle_current(const void* handle);
+// fork(): takes (true) or drops (false) the handle mutex in the prepare and
+// parent handlers; the child handler calls accel__handle_fork_child, which
+// also gives the child its own copy of the records (fork.c).
+void accel__handle_fork_lock(bool lock);
+void accel__handle_fork_child(void);
+
+// Adds one to (`up`) or takes one from the `refs` of `handle` unless it is
+// released (zero, or a stale handle whose slot moved on); returns the
+// count before, so 0 means refused.
+static inline unsigned accel__refs_step(const void* handle, atomic_uint* refs,
+                                        bool up) {
+  if (!accel__handle_current(handle)) return 0;
+  unsigned n = atomic_load_explicit(refs, memory_order_relaxed);
+  do {
+    if (n == 0) return 0;
+  } while (!atomic_compare_exchange_weak_explicit(
+      refs, &n, up ? n + 1 : n - 1, memory_order_acq_rel,
+      memory_order_relaxed));
+  return n;
+}
+
+// Reports a retain or release (`what`) of a released `kind` handle: sets
+// accel_last_error() (INVALID_ARGUMENT) and logs it at error level. The
+// call it reports is ignored.
+void accel__handle_dead(const char* what, const char* kind,
+                        const void* handle);
+
 typedef struct accel__allocator accel__allocator_t;
 typedef struct accel__pool accel__pool_t;
 typedef struct accel__host_pool accel__host_pool_t;
@@ -240,17 +281,35 @@ struct accel_device {
 
 // A buffer is a block of the device's caching allocator: `impl` is the
 // plugin allocation (segment) holding it and `base` its offset there. The
-// handle lives inside the allocator's block record (allocator.c).
+// handle is a record of handle.c; `owner` is the allocator's block record
+// (allocator.c) or, for memory the core did not allocate
+// (accel_buffer_wrap, `wrapped`), a record of buffer_wrap.c. A released
+// buffer reads as all zeroes: check `refs` (accel__check_buffer) before
+// looking at anything else of a handle a caller passed in.
 struct accel_buffer {
   atomic_uint refs;
+  bool wrapped;
   accel_device_t* device;
   void* impl;   // plugin memory handle of the segment
   size_t base;  // byte offset of the buffer within `impl`
   size_t size;  // bytes requested; bounds are checked against this
-  // Memory the core did not allocate (accel_buffer_wrap): the handle lives
-  // in a record of buffer_wrap.c, not in the allocator. Zero for blocks.
-  bool wrapped;
+  void* owner;  // allocator block or wrap record
 };
+
+// Whether the non-NULL `buffer` was released: a stale handle (its slot
+// moved on) or a count of zero.
+static inline bool accel__buffer_released(const accel_buffer_t* buffer) {
+  return !accel__handle_current(buffer) ||
+         atomic_load_explicit(&buffer->refs, memory_order_relaxed) == 0;
+}
+
+// Checks that `buffer` is non-NULL and not released; otherwise
+// INVALID_ARGUMENT with "`what`: `operand` buffer is NULL" or "`what`: the
+// `operand` buffer was already released" (buffer.c). Every call that takes
+// a buffer from the user checks this before reading any other field
+// (accel__check_range, accel__check_operand and accel__check_matrix do).
+accel_status_t accel__check_buffer(const char* what, const char* operand,
+                                   const accel_buffer_t* buffer);
 
 // `refs` counts the user's references; the plugin stream is destroyed when
 // it reaches zero. `weak` keeps the struct itself alive for buffers that

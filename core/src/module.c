@@ -538,6 +538,10 @@ static accel_status_t accel__translate_arg(const char* what,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: args[%zu] is a NULL buffer", what, i);
   }
+  if (accel__buffer_released(buffer)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: args[%zu] buffer was already released", what, i);
+  }
   if (buffer->device != stream->device) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: args[%zu] buffer is on %s but the stream is on %s",

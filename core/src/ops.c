@@ -89,10 +89,8 @@ accel_status_t accel__check_operand(const char* what, const char* operand,
                                     const accel_buffer_t* buffer, size_t offset,
                                     accel_dtype_t dtype, size_t count,
                                     size_t* out_bytes) {
-  if (buffer == NULL) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL",
-                       what, operand);
-  }
+  accel_status_t live = accel__check_buffer(what, operand, buffer);
+  if (live != ACCEL_OK) return live;
   if (buffer->device != stream->device) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: %s buffer is on %s but the stream is on %s", what,
@@ -400,10 +398,8 @@ typedef struct accel__matrix {
 static accel_status_t accel__check_matrix(const char* what,
                                           const accel_stream_t* stream,
                                           accel__matrix_t* m) {
-  if (m->buffer == NULL) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s buffer is NULL",
-                       what, m->name);
-  }
+  accel_status_t live = accel__check_buffer(what, m->name, m->buffer);
+  if (live != ACCEL_OK) return live;
   if (m->buffer->device != stream->device) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: %s buffer is on %s but the stream is on %s", what,

@@ -21,14 +21,14 @@ accel_status_t accel_stream_create(accel_device_t* device,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_stream_create: unknown flags 0x%x", flags);
   }
-  accel_stream_t* stream = calloc(1, sizeof(*stream));
+  accel_stream_t* stream = accel__handle_new(sizeof(*stream));
   if (stream == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "stream handle");
   }
   accel_status_t status =
       device->ops->stream_create(device->impl, flags, &stream->impl);
   if (status != ACCEL_OK) {
-    free(stream);
+    accel__handle_free(stream);
     return status;
   }
   atomic_init(&stream->refs, 1);
@@ -41,12 +41,17 @@ accel_status_t accel_stream_create(accel_device_t* device,
 }
 
 void accel_stream_retain(accel_stream_t* stream) {
-  if (stream != NULL) atomic_fetch_add(&stream->refs, 1);
+  if (stream != NULL && accel__refs_step(stream, &stream->refs, true) == 0) {
+    accel__handle_dead("accel_stream_retain", "stream", stream);
+  }
 }
 
 void accel_stream_release(accel_stream_t* stream) {
   ACCEL__TRACE_API("accel_stream_release");
-  if (stream == NULL || atomic_fetch_sub(&stream->refs, 1) != 1) return;
+  if (stream == NULL) return;
+  unsigned refs = accel__refs_step(stream, &stream->refs, false);
+  if (refs == 0) accel__handle_dead("accel_stream_release", "stream", stream);
+  if (refs != 1) return;
   accel_device_t* device = stream->device;
   accel__stream_live_remove(stream);
   // The allocator must know before the plugin stream goes (it may be
@@ -76,7 +81,7 @@ void accel__stream_weak_retain(accel_stream_t* stream) {
 }
 
 void accel__stream_weak_release(accel_stream_t* stream) {
-  if (atomic_fetch_sub(&stream->weak, 1) == 1) free(stream);
+  if (atomic_fetch_sub(&stream->weak, 1) == 1) accel__handle_free(stream);
 }
 
 accel_device_t* accel_stream_device(const accel_stream_t* stream) {

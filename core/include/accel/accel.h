@@ -16,7 +16,14 @@
 // - Handles are reference counted: a handle from `create`/`open`/`get`
 //   starts with one reference; `retain` adds one and `release` drops one;
 //   `release(NULL)` is a no-op. A child handle (buffer, stream, event) keeps
-//   its device alive.
+//   its device alive. Releasing more references than the program holds is
+//   a bug; for buffer, stream, event and device handles the library
+//   catches a retain or release of a handle whose last reference is gone,
+//   even after a newer handle took its memory: the call is ignored,
+//   accel_last_error() says "already released" (INVALID_ARGUMENT) and
+//   ACCEL_LOG logs it at error level. Buffer calls on such a handle fail
+//   with ACCEL_ERROR_INVALID_ARGUMENT; other calls on released handles are
+//   undefined (see accel_buffer_release).
 // - Initialisation: the first call that needs plugins discovers and loads
 //   them (accel_init(NULL)). accel_shutdown() undoes everything.
 // - Asynchronous work: stream operations return once enqueued. Their errors
@@ -501,12 +508,20 @@ ACCEL_API void accel_buffer_retain(accel_buffer_t* buffer);
 // waits for that stream.
 //
 // Releasing (or retaining) a handle whose last reference is already gone
-// is a program bug. Until its memory is handed to a new buffer the library
-// catches it: the call is ignored, accel_last_error() says so and ACCEL_LOG
-// logs it at error level, and other accel_buffer_* and op calls on that
-// handle fail with ACCEL_ERROR_INVALID_ARGUMENT. After that the handle may
-// name the new buffer (handles are recycled): releasing it then is
-// undefined and may free another live buffer.
+// is a program bug, and the library catches it: the call is ignored,
+// accel_last_error() says "already released" and ACCEL_LOG logs it at
+// error level; every accel_buffer_*, stream, op, launch and collective
+// call given that handle fails with ACCEL_ERROR_INVALID_ARGUMENT, and
+// accel_buffer_size() and accel_buffer_device() return 0 and NULL. This
+// holds after newer buffers reused the handle's memory too: a handle is a
+// (slot, generation) pair, and a released handle never names a newer
+// buffer or touches it. The guarantee lapses only once its slot has been
+// reused 64 times, which takes at least 64 x 4096 (262144) buffer or
+// event handles created after the release (the two share slots); then the
+// handle may name a newer buffer again. Passing a
+// pointer that never was a handle is undefined. Stream, event and device
+// handles get the same retain/release check; other calls on a released
+// stream, event or device are undefined.
 ACCEL_API void accel_buffer_release(accel_buffer_t* buffer);
 
 // Size in bytes as requested at creation; 0 for NULL.
