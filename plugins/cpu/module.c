@@ -6,13 +6,19 @@
 // stream's worker or, for quick launches on an idle stream, from the
 // launching thread (see "Inline launches" below).
 //
-// Loading from bytes: the image goes into an anonymous memfd and is
-// dlopen()ed as /proc/self/fd/N, so nothing touches the file system. The
-// descriptor stays open while the module is loaded: glibc recognises an
-// already-loaded object by its path, and a reused descriptor number would
-// otherwise hand back an older module. Without memfd_create or /proc, the
-// image goes to a mkstemp() file under $TMPDIR (or /tmp) that is unlinked
-// as soon as dlopen() has mapped it.
+// Loading from bytes: the image goes into an anonymous memfd, which is
+// dlopen()ed through /proc/self/fd/N and closed at once (the mapping keeps
+// the file), so nothing touches the file system and no descriptor stays
+// open. glibc recognises an already-loaded object by the path string it
+// was opened with (and by device and inode, which a memfd has of its own),
+// so a later module whose memfd got the same number N must be opened under
+// another path, or dlopen() would hand back the older module. Every load
+// therefore spells its own path: the load's serial number is written in
+// "./" and ".//" steps, which the kernel resolves away, between
+// /proc/self/ and fd/N (accel_cpu_module_path). Without memfd_create or
+// /proc, the image goes to a mkstemp() file under $TMPDIR (or /tmp), named
+// with the process id and the serial number too, that is unlinked as soon
+// as dlopen() has mapped it.
 #define _GNU_SOURCE  // memfd_create
 #include <accel/cpu_kernel.h>
 #include <dlfcn.h>
@@ -20,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -28,8 +35,31 @@
 typedef struct accel_cpu_module {
   accel_cpu_device_t* device;
   void* handle;
-  int fd;  // the memfd, or -1
 } accel_cpu_module_t;
+
+// Serial numbers of loads in this process (a forked child goes on from
+// the parent's, which is fine: its paths only need to differ from those of
+// the objects it inherited).
+static atomic_ullong accel_cpu_module_serial;
+
+// Writes to `out` a path to memfd `fd` that no other load of this process
+// used: "/proc/self/" then, for each bit of `serial` from the highest set
+// one, "./" for 0 or ".//" for 1, then "fd/N". At most 10 + 64 * 3 + 16
+// bytes. Distinct serials give distinct strings (every step starts with
+// '.', so the steps can be read back), and all name the same file.
+static void accel_cpu_module_path(char* out, size_t size, int fd,
+                                  unsigned long long serial) {
+  size_t used = (size_t)snprintf(out, size, "/proc/self/");
+  int top = 63;
+  while (top > 0 && !((serial >> top) & 1u)) top--;
+  for (int bit = top; bit >= 0 && used + 4 < size; bit--) {
+    const char* step = (serial >> bit) & 1u ? ".//" : "./";
+    size_t len = strlen(step);
+    memcpy(out + used, step, len);
+    used += len;
+  }
+  if (used < size) snprintf(out + used, size - used, "fd/%d", fd);
+}
 
 // Writes all `size` bytes of `image` to `fd`.
 static bool accel_cpu_write_all(int fd, const void* image, size_t size) {
@@ -44,17 +74,19 @@ static bool accel_cpu_write_all(int fd, const void* image, size_t size) {
   return true;
 }
 
-// dlopen() through a memfd. Returns the handle, or NULL with `*out_fd` -1
-// when memfds are unavailable (so the caller falls back) or the handle
-// NULL with the dlerror() text in `error` when the image is bad.
+// dlopen() through a memfd, closed before returning. Returns the handle,
+// or NULL with `*out_failed` false when memfds are unavailable (so the
+// caller falls back) or true, with the dlerror() text in `error`, when the
+// image is bad.
 static void* accel_cpu_module_open_memfd(const void* image, size_t size,
-                                         int* out_fd, char* error,
+                                         bool* out_failed, char* error,
                                          size_t error_size) {
-  *out_fd = -1;
+  *out_failed = false;
   int fd = memfd_create("accel-cpu-module", MFD_CLOEXEC);
   if (fd < 0) return NULL;
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  char path[256];
+  accel_cpu_module_path(path, sizeof(path), fd,
+                        atomic_fetch_add(&accel_cpu_module_serial, 1));
   if (!accel_cpu_write_all(fd, image, size) || access(path, R_OK) != 0) {
     close(fd);
     return NULL;
@@ -62,11 +94,9 @@ static void* accel_cpu_module_open_memfd(const void* image, size_t size,
   void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (handle == NULL) {
     snprintf(error, error_size, "%s", dlerror());
-    close(fd);
-    *out_fd = -2;  // a real failure: do not retry through a file
-    return NULL;
+    *out_failed = true;  // a real failure: do not retry through a file
   }
-  *out_fd = fd;
+  close(fd);  // the mapping keeps the file
   return handle;
 }
 
@@ -77,7 +107,9 @@ static void* accel_cpu_module_open_file(const accel_host_t* host,
   const char* dir = host->getenv(host, "TMPDIR");
   if (dir == NULL || dir[0] == '\0') dir = "/tmp";
   char path[512];
-  int len = snprintf(path, sizeof(path), "%s/accel-cpu-module-XXXXXX", dir);
+  int len = snprintf(path, sizeof(path), "%s/accel-cpu-module-%ld-%llu-XXXXXX",
+                     dir, (long)getpid(),
+                     atomic_fetch_add(&accel_cpu_module_serial, 1));
   if (len < 0 || (size_t)len >= sizeof(path)) {
     snprintf(error, error_size, "TMPDIR is too long");
     return NULL;
@@ -112,10 +144,10 @@ accel_status_t accel_cpu_module_load(void* device_ptr, const void* image,
                       device->index);
   }
   char error[ACCEL_CPU_MESSAGE_SIZE - 64] = "";
-  int fd = -1;
+  bool failed = false;
   void* handle =
-      accel_cpu_module_open_memfd(image, size, &fd, error, sizeof(error));
-  if (handle == NULL && fd == -1) {
+      accel_cpu_module_open_memfd(image, size, &failed, error, sizeof(error));
+  if (handle == NULL && !failed) {
     handle =
         accel_cpu_module_open_file(host, image, size, error, sizeof(error));
   }
@@ -127,7 +159,6 @@ accel_status_t accel_cpu_module_load(void* device_ptr, const void* image,
   }
   module->device = device;
   module->handle = handle;
-  module->fd = fd < 0 ? -1 : fd;
   *out_module = module;
   return ACCEL_OK;
 }
@@ -136,7 +167,6 @@ void accel_cpu_module_unload(void* module_ptr) {
   accel_cpu_module_t* module = module_ptr;
   if (module == NULL) return;
   dlclose(module->handle);
-  if (module->fd >= 0) close(module->fd);
   free(module);
 }
 
