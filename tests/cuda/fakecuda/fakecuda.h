@@ -114,12 +114,29 @@ typedef struct fakecuda_kernel {
 const fakecuda_kernel_t* fakecuda_kernel_find(const char* name);
 
 // Runs `kernel` over the grid with `params` (pointers to each argument, as
-// cuLaunchKernel's kernelParams) for `ctx`. False when it would touch
-// memory `ctx` cannot (the GPU would fault) or its launch geometry breaks
-// the kernel's assumptions; nothing is written then.
+// cuLaunchKernel's kernelParams) and `shared` bytes of dynamic shared
+// memory for `ctx`. False when it would touch memory `ctx` cannot (the GPU
+// would fault), its launch geometry breaks the kernel's assumptions or the
+// kernel traps; nothing is written then.
 bool fakecuda_kernel_run(const fakecuda_kernel_t* kernel, CUcontext ctx,
                          void* const* params, const unsigned grid[3],
-                         const unsigned block[3]);
+                         const unsigned block[3], unsigned shared);
+
+// accel-conform's test kernels other than add_one (fakecuda_conform.c):
+// their `op`s, lookup by name (NULL if unknown) and host versions, which
+// fakecuda_kernel_find and fakecuda_kernel_run hand on to.
+enum {
+  FAKECUDA_OP_CONFORM = 200,
+  FAKECUDA_OP_CONFORM_INDEX = FAKECUDA_OP_CONFORM,
+  FAKECUDA_OP_CONFORM_ARGS,
+  FAKECUDA_OP_CONFORM_SHARED,
+  FAKECUDA_OP_CONFORM_SPIN,
+  FAKECUDA_OP_CONFORM_FAIL
+};
+const fakecuda_kernel_t* fakecuda_conform_find(const char* name);
+bool fakecuda_conform_run(const fakecuda_kernel_t* kernel, CUcontext ctx,
+                          void* const* params, const unsigned grid[3],
+                          const unsigned block[3], unsigned shared);
 
 // What a loadable image holds for the fake device.
 typedef struct fakecuda_image {

@@ -93,7 +93,7 @@ const fakecuda_kernel_t* fakecuda_kernel_find(const char* name) {
     if (strcmp(fakecuda_kernels[i].name, name) == 0)
       return &fakecuda_kernels[i];
   }
-  return NULL;
+  return fakecuda_conform_find(name);
 }
 
 // ---------------------------------------------------------------------------
@@ -346,7 +346,10 @@ static bool run_elementwise(const fakecuda_kernel_t* k, CUcontext c,
 
 bool fakecuda_kernel_run(const fakecuda_kernel_t* k, CUcontext c,
                          void* const* p, const unsigned grid[3],
-                         const unsigned block[3]) {
+                         const unsigned block[3], unsigned shared) {
+  if (k->op >= FAKECUDA_OP_CONFORM) {
+    return fakecuda_conform_run(k, c, p, grid, block, shared);
+  }
   // Threads sharing one x index (grid and block y, z) all run the body.
   uint64_t copies = (uint64_t)grid[1] * grid[2] * block[1] * block[2];
   uint64_t threads = (uint64_t)grid[0] * block[0];

@@ -40,6 +40,7 @@ typedef struct fakecuda_task {
   const fakecuda_kernel_t* kernel;
   bool fault;  // FAKECUDA_FAULT named the kernel at launch
   unsigned grid[3], block[3];
+  unsigned shared;                    // dynamic shared memory bytes
   void* params[FAKECUDA_MAX_PARAMS];  // into `args`
   unsigned char* args;                // the arguments, copied at launch
   bool (*call)(void* arg);            // FAKECUDA_CALL
@@ -113,8 +114,9 @@ static void fakecuda_task_run(CUcontext ctx, fakecuda_task_t* t) {
       if (!dead) memset(t->dst, t->value, t->size);
       break;
     case FAKECUDA_LAUNCH:
-      if (!dead && (t->fault || !fakecuda_kernel_run(t->kernel, ctx, t->params,
-                                                     t->grid, t->block))) {
+      if (!dead &&
+          (t->fault || !fakecuda_kernel_run(t->kernel, ctx, t->params,
+                                            t->grid, t->block, t->shared))) {
         fakecuda_fault(ctx);
       }
       break;
@@ -871,6 +873,7 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
     }
     t->grid[0] = gx, t->grid[1] = gy, t->grid[2] = gz;
     t->block[0] = bx, t->block[1] = by, t->block[2] = bz;
+    t->shared = shared;
     const char* fault = getenv("FAKECUDA_FAULT");
     t->fault = fault != NULL && strcmp(fault, k->name) == 0;
   }

@@ -395,6 +395,12 @@ static void fakehip_rng(void* const* p, const unsigned* g, const unsigned* b) {
   }
 }
 
+// What the launch being run may read or report: its dynamic shared memory
+// and whether its kernel trapped (a stream's worker, or the caller for the
+// null stream, runs one launch at a time; fakehip_task_run sets them).
+static _Thread_local unsigned fakehip_launch_shared;
+static _Thread_local bool fakehip_launch_trapped;
+
 // accel-conform's test kernel: data[i] += 1 for global index i < n.
 static void fakehip_add_one(void* const* p, const unsigned* g,
                             const unsigned* b) {
@@ -436,6 +442,9 @@ struct ihipEvent_t {
   uint64_t recorded;  // generation of the last record
   uint64_t done;      // generation completed
   double time_ms;
+  // Sticky: recorded on a stream after its work faulted. HIP reports a
+  // device fault to every later call; queries of such an event at least.
+  hipError_t error;
 };
 
 typedef enum {
@@ -459,6 +468,7 @@ typedef struct fakehip_task {
   uint64_t gen;
   const fakehip_kernel_t* kernel;
   unsigned grid[3], block[3];
+  unsigned shared;                   // dynamic shared memory bytes
   void* params[FAKEHIP_MAX_PARAMS];  // copies of the kernel's parameters
   void (*call)(void* arg);           // FAKEHIP_CALL: call(params[0])
 } fakehip_task_t;
@@ -492,6 +502,8 @@ static void fakehip_task_run(fakehip_task_t* t) {
       memset(t->dst, t->value, t->size);
       break;
     case FAKEHIP_LAUNCH:
+      fakehip_launch_shared = t->shared;
+      fakehip_launch_trapped = false;
       t->kernel->fn(t->params, t->grid, t->block);
       break;
     case FAKEHIP_CALL:
@@ -534,7 +546,18 @@ static void* fakehip_worker(void* arg) {
     bool faults = t->kind == FAKEHIP_LAUNCH && fault != NULL &&
                   strcmp(fault, t->kernel->name) == 0;
     if (faults) t->kind = FAKEHIP_STOP;  // frees the task, runs nothing
+    if (t->kind == FAKEHIP_RECORD) {
+      // An event recorded after a fault completes with it.
+      pthread_mutex_lock(&s->mutex);
+      hipError_t error = s->error;
+      pthread_mutex_unlock(&s->mutex);
+      pthread_mutex_lock(&t->event->mutex);
+      if (error != hipSuccess) t->event->error = error;
+      pthread_mutex_unlock(&t->event->mutex);
+    }
     fakehip_task_run(t);
+    // accel_conform_fail traps, as FAKEHIP_FAULT's kernels fault.
+    if (t->kind == FAKEHIP_LAUNCH && fakehip_launch_trapped) faults = true;
     pthread_mutex_lock(&s->mutex);
     if (faults && s->error == hipSuccess) s->error = hipErrorIllegalAddress;
     s->head = t->next;
@@ -664,15 +687,17 @@ FAKEHIP_API hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e,
 FAKEHIP_API hipError_t hipEventSynchronize(hipEvent_t e) {
   pthread_mutex_lock(&e->mutex);
   while (e->done < e->recorded) pthread_cond_wait(&e->cond, &e->mutex);
+  hipError_t error = e->error;
   pthread_mutex_unlock(&e->mutex);
-  return fakehip_ret(hipSuccess);
+  return fakehip_ret(error);
 }
 
 FAKEHIP_API hipError_t hipEventQuery(hipEvent_t e) {
   pthread_mutex_lock(&e->mutex);
   bool done = e->done >= e->recorded;
+  hipError_t error = e->error;
   pthread_mutex_unlock(&e->mutex);
-  return fakehip_ret(done ? hipSuccess : hipErrorNotReady);
+  return fakehip_ret(done ? error : hipErrorNotReady);
 }
 
 FAKEHIP_API hipError_t hipEventElapsedTime(float* ms, hipEvent_t start,
@@ -851,6 +876,93 @@ _Static_assert(sizeof(fakehip_symbols) / sizeof(fakehip_symbols[0]) ==
                    sizeof(fakehip_kernels) / sizeof(fakehip_kernels[0]),
                "one symbol per kernel");
 
+// accel-conform's other test kernels (sdk/conform/kernels/add_one_rocm.hip):
+// launch.grids, launch.value_args, launch.shared_mem and error.sticky run
+// on the stand-in with these host versions. Each is a kernel of its own
+// table, so the built-in kernels above keep their indices.
+
+// accel_conform_index(out, nx, ny, nz): every global (x, y, z) inside.
+static void fakehip_conform_index(void* const* p, const unsigned* g,
+                                  const unsigned* b) {
+  int32_t* out = *(int32_t* const*)p[0];
+  uint64_t n[3] = {*(const uint32_t*)p[1], *(const uint32_t*)p[2],
+                   *(const uint32_t*)p[3]};
+  uint64_t reach[3];
+  for (int d = 0; d < 3; d++) {
+    uint64_t threads = (uint64_t)g[d] * b[d];
+    reach[d] = threads < n[d] ? threads : n[d];
+  }
+  for (uint64_t z = 0; z < reach[2]; z++) {
+    for (uint64_t y = 0; y < reach[1]; y++) {
+      for (uint64_t x = 0; x < reach[0]; x++) {
+        out[(z * n[1] + y) * n[0] + x] =
+            (int32_t)(uint32_t)(x + (y << 10) + (z << 20));
+      }
+    }
+  }
+}
+
+// accel_conform_args(out, u8, u16, u32, u64, 16 bytes, 24 bytes).
+static void fakehip_conform_args(void* const* p, const unsigned* g,
+                                 const unsigned* b) {
+  (void)g, (void)b;
+  uint64_t* out = *(uint64_t* const*)p[0];
+  out[0] = *(const uint8_t*)p[1];
+  out[1] = *(const uint16_t*)p[2];
+  out[2] = *(const uint32_t*)p[3];
+  memcpy(&out[3], p[4], 8);
+  memcpy(&out[4], p[5], 16);
+  memcpy(&out[6], p[6], 24);
+}
+
+// accel_conform_shared(out, n) with n ints of dynamic shared memory per
+// block; -1 where the launch gave less (the GPU would read past it).
+static void fakehip_conform_shared(void* const* p, const unsigned* g,
+                                   const unsigned* b) {
+  (void)b;
+  int32_t* out = *(int32_t* const*)p[0];
+  uint64_t n = *(const uint32_t*)p[1];
+  bool enough = fakehip_launch_shared >= n * sizeof(int32_t);
+  for (uint64_t blk = 0; blk < g[0]; blk++) {
+    for (uint64_t t = 0; t < n; t++) {
+      out[blk * n + t] = enough ? (int32_t)(blk * 1000 + (n - 1 - t)) : -1;
+    }
+  }
+}
+
+// accel_conform_fail(flag): traps (__builtin_trap), so writes nothing here.
+static void fakehip_conform_fail(void* const* p, const unsigned* g,
+                                 const unsigned* b) {
+  (void)p, (void)g, (void)b;
+  fakehip_launch_trapped = true;
+}
+
+static const fakehip_kernel_t fakehip_conform_kernels[] = {
+    {"accel_conform_index",
+     4,
+     {sizeof(int32_t*), 4, 4, 4},
+     fakehip_conform_index},
+    {"accel_conform_args",
+     7,
+     {sizeof(uint64_t*), 1, 2, 4, 8, 16, 24},
+     fakehip_conform_args},
+    {"accel_conform_shared",
+     2,
+     {sizeof(int32_t*), 4},
+     fakehip_conform_shared},
+    {"accel_conform_fail", 1, {sizeof(int32_t*)}, fakehip_conform_fail},
+};
+static const struct ihipModuleSymbol_t fakehip_conform_symbols[] = {
+    {&fakehip_conform_kernels[0]},
+    {&fakehip_conform_kernels[1]},
+    {&fakehip_conform_kernels[2]},
+    {&fakehip_conform_kernels[3]}};
+_Static_assert(sizeof(fakehip_conform_symbols) /
+                       sizeof(fakehip_conform_symbols[0]) ==
+                   sizeof(fakehip_conform_kernels) /
+                       sizeof(fakehip_conform_kernels[0]),
+               "one symbol per conformance kernel");
+
 FAKEHIP_API hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t m,
                                             const char* name) {
   size_t n = sizeof(fakehip_kernels) / sizeof(fakehip_kernels[0]);
@@ -858,6 +970,14 @@ FAKEHIP_API hipError_t hipModuleGetFunction(hipFunction_t* out, hipModule_t m,
     if (strcmp(fakehip_kernels[i].name, name) == 0 &&
         fakehip_contains(m->image, m->size, name)) {
       *out = (hipFunction_t)&fakehip_symbols[i];
+      return fakehip_ret(hipSuccess);
+    }
+  }
+  n = sizeof(fakehip_conform_kernels) / sizeof(fakehip_conform_kernels[0]);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(fakehip_conform_kernels[i].name, name) == 0 &&
+        fakehip_contains(m->image, m->size, name)) {
+      *out = (hipFunction_t)&fakehip_conform_symbols[i];
       return fakehip_ret(hipSuccess);
     }
   }
@@ -870,7 +990,6 @@ FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
                                              unsigned int bz,
                                              unsigned int shared, hipStream_t s,
                                              void** params, void** extra) {
-  (void)shared;
   if (extra != NULL || (params == NULL && f->kernel->num_params > 0)) {
     return fakehip_ret(hipErrorInvalidValue);
   }
@@ -883,6 +1002,7 @@ FAKEHIP_API hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx,
   t->kernel = f->kernel;
   t->grid[0] = gx, t->grid[1] = gy, t->grid[2] = gz;
   t->block[0] = bx, t->block[1] = by, t->block[2] = bz;
+  t->shared = shared;
   // Parameters are copied at launch, as HIP does.
   for (unsigned i = 0; i < f->kernel->num_params; i++) {
     t->params[i] = malloc(f->kernel->param_size[i]);
