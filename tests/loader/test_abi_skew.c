@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 //
 // ABI skew both ways (fixtures/fx_skew.c): plugins built with the 1.0,
-// 1.1 and 1.2 table and props sizes load under this core and work, the
-// entries they lack behave as documented (ops UNSUPPORTED, no workspace
-// asked for, 1.3 props fields at their defaults); a plugin from a newer
-// header, with larger descriptor and ops tables carrying unknown trailing
-// entries, loads, works, and has its tail ignored. Every plugin sees the
-// core's ABI minor in its host table.
+// 1.1, 1.2 and 1.3 table and props sizes load under this core and work,
+// the entries they lack behave as documented (ops UNSUPPORTED, no
+// workspace asked for, 1.3 props fields at their defaults), and the load
+// report names the minor each was built with; a plugin from a newer
+// header, with descriptor and ops tables larger than this core's carrying
+// unknown trailing entries, loads, works, and has its tail ignored. Every
+// plugin sees the core's ABI minor in its host table.
 #include <accel/accel.h>
 #include <accel/plugin.h>
 #include <stdio.h>
@@ -14,6 +15,16 @@
 
 #include "loader_util.h"
 #include "test.h"
+
+// The 1.3 fixture must be older than this core, the future one newer.
+_Static_assert(ACCEL_PLUGIN_ABI_MINOR >= 4, "the core is ABI 1.4 or later");
+
+// The ABI minor the load report gives `name`'s fixture: the newest whose
+// tables fit its sizes; a future fixture counts as this core's own.
+static uint32_t skew_want_minor(const char* name) {
+  if (strcmp(name, "fxskewfuture") == 0) return ACCEL_PLUGIN_ABI_MINOR;
+  return (uint32_t)(name[strlen(name) - 1] - '0');
+}
 
 // Loads only `var`'s fixture and opens its device `name`:0.
 static accel_device_t* skew_open(const char* var, const char* name) {
@@ -23,6 +34,11 @@ static accel_device_t* skew_open(const char* var, const char* name) {
   accel_plugin_report_t r;
   if (lu_report_find(path, &r) != 1 || r.status != ACCEL_OK) {
     fprintf(stderr, "%s did not load: %s\n", path, r.message);
+    return NULL;
+  }
+  if (r.abi_minor != skew_want_minor(name)) {
+    fprintf(stderr, "%s: the load report says ABI 1.%u, expected 1.%u\n",
+            name, r.abi_minor, skew_want_minor(name));
     return NULL;
   }
   char uri[64];
@@ -141,6 +157,11 @@ TEST(abi_1_1_plugin) {
 // Its GEMM fails unless the core lends the workspace it asked for.
 TEST(abi_1_2_plugin) {
   ASSERT(skew_working("ACCEL_TEST_FX_SKEW12", "fxskew12", 2, 0));
+}
+
+// Ops end at op_rng: no 1.4 entry; it fills a 1.3 property.
+TEST(abi_1_3_plugin) {
+  ASSERT(skew_working("ACCEL_TEST_FX_SKEW13", "fxskew13", 3, 1u << 20));
 }
 
 // Larger tables with unknown trailing entries; it fills a 1.3 field.
