@@ -14,8 +14,11 @@
 # Other components get accel-<component>. Runtime libraries the GPU
 # plugins load (CUDA, HIP, OpenCL) are found with dlopen at run time and
 # are not package dependencies: a plugin without its driver reports
-# itself unavailable. tests/conform/package_test.sh (CTest conform_install_packages) builds the packages
-# and runs the tools from their unpacked files.
+# itself unavailable. tests/conform/package_test.sh (CTest
+# conform_install_packages) builds the packages and runs the tools from
+# their unpacked files; tests/conform/package_install.sh (.ci/run's last
+# stage, packages) installs them with dpkg, runs the tools from /usr and
+# removes them again.
 
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/accel-info.1
               ${PROJECT_SOURCE_DIR}/docs/man/accel-conform.1
@@ -39,6 +42,10 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME accel)
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME accel-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "accel (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+# The Python package (ctypes) and the extra tools load libaccel too.
+set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS
+    "accel (= ${PROJECT_VERSION}), python3")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "accel (= ${PROJECT_VERSION})")
 foreach(_plugin IN LISTS ACCEL_PLUGINS ITEMS template)
   string(TOUPPER "plugin_${_plugin}" _upper)
   set(CPACK_DEBIAN_${_upper}_PACKAGE_NAME accel-plugin-${_plugin})
