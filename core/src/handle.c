@@ -35,8 +35,9 @@
 // memset and a lock-free push when it is released (accel__drain moves the
 // pushed slots into the FIFO at the next make); an address lookup per
 // check. Memory is reused, so pages are faulted in once per view. An arena
-// costs ACCEL__GENERATIONS mappings (entries in /proc/self/maps) and 256
-// MiB of address space for 4 MiB of records.
+// reserves 256 MiB of address space for 4 MiB of records and maps its
+// views as slots first reach their generations: at most ACCEL__GENERATIONS
+// mappings (entries in /proc/self/maps), one to start with.
 #define _GNU_SOURCE  // memfd_create, MAP_ANONYMOUS, MAP_NORESERVE
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,7 @@ typedef struct accel__arena {
   uint32_t capacity;  // records per view
   uint32_t used;      // slots handed out at least once (under the lock)
   uint32_t index;     // in accel__arenas
+  uint64_t mapped;    // bit g: view g is mapped yet (under the lock)
   bool private_views;  // fork() child whose views could not be shared
   _Atomic uint8_t* generation;  // per slot: the view of its live record
 } accel__arena_t;
@@ -145,17 +147,27 @@ static void* accel__map_aligned(size_t size, int prot, int flags) {
   return (void*)at;
 }
 
-// Maps `views` views of one fresh memfd at `at`; false if any fails.
-static bool accel__arena_views(char* at, uint32_t views) {
+// Maps view `g` of the views at `at` as one more mapping of view 0's
+// shared memory (mremap of a shared mapping with old size 0), so no file
+// descriptor is kept. Views are mapped when a slot first reaches their
+// generation: an arena starts with view 0 alone.
+static bool accel__view_map(char* at, uint32_t g) {
+  return mremap(at, 0, ACCEL__SPAN, MREMAP_MAYMOVE | MREMAP_FIXED,
+                at + (size_t)g * ACCEL__SPAN) != MAP_FAILED;
+}
+
+// Maps a fresh memfd at `at` as view 0, and the views of the bits of
+// `views` (bit 0 always) as more views of it; false if any fails.
+static bool accel__arena_views(char* at, uint64_t views) {
   int fd = memfd_create("accel-handles", MFD_CLOEXEC);
   if (fd < 0) return false;
-  bool ok = ftruncate(fd, (off_t)ACCEL__SPAN) == 0;
-  for (uint32_t g = 0; ok && g < views; g++) {
-    ok = mmap(at + (size_t)g * ACCEL__SPAN, ACCEL__SPAN,
-              PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-              0) != MAP_FAILED;
-  }
+  bool ok = ftruncate(fd, (off_t)ACCEL__SPAN) == 0 &&
+            mmap(at, ACCEL__SPAN, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
   close(fd);  // the views keep the memory
+  for (uint32_t g = 1; ok && g < ACCEL__GENERATIONS; g++) {
+    if ((views >> g) & 1u) ok = accel__view_map(at, g);
+  }
   return ok;
 }
 
@@ -176,9 +188,10 @@ static accel__arena_t* accel__arena_new(uint32_t shift) {
                  : accel__map_aligned(ACCEL__REGION, PROT_NONE,
                                       MAP_PRIVATE | MAP_ANONYMOUS |
                                           MAP_NORESERVE);
-  if (at != MAP_FAILED && accel__arena_views(at, ACCEL__GENERATIONS)) {
+  if (at != MAP_FAILED && accel__arena_views(at, 1)) {
     a->base = at;
     a->views = ACCEL__GENERATIONS;
+    a->mapped = 1;
   } else {
     if (at != MAP_FAILED) munmap(at, ACCEL__REGION);
     at = a->generation == NULL
@@ -192,6 +205,7 @@ static accel__arena_t* accel__arena_new(uint32_t shift) {
     }
     a->base = at;
     a->views = 1;
+    a->mapped = 1;
   }
 #if defined(ACCEL__LSAN)
   // Records point at heap memory (plugin handles, allocator blocks) that
@@ -333,10 +347,28 @@ void* accel__handle_new(size_t size) {
     a = k->current;
     slot = a->used++;
   }
+  uint8_t view = 0;
+  if (a != NULL) {
+    view = atomic_load_explicit(&a->generation[slot], memory_order_relaxed);
+    if (!((a->mapped >> view) & 1u)) {
+      char* at = a->base + (size_t)view * ACCEL__SPAN;
+      bool ok = a->private_views
+                    ? mmap(at, ACCEL__SPAN, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                           0) != MAP_FAILED
+                    : accel__view_map(a->base, view);
+      if (ok) {
+        a->mapped |= (uint64_t)1 << view;
+      } else {
+        // No mapping left for this generation: the slot waits for a
+        // later attempt at the back of the FIFO, and this call fails.
+        (void)accel__ring_push(k, a, slot);
+        a = NULL;
+      }
+    }
+  }
   accel__handle_unlock();
   if (a == NULL) return NULL;
-  uint8_t view = atomic_load_explicit(&a->generation[slot],
-                                      memory_order_relaxed);
   char* record = a->base + (size_t)view * ACCEL__SPAN + ((size_t)slot << shift);
   // Released records were zeroed in every view, unless the views are
   // copies of their own.
@@ -394,11 +426,12 @@ static void accel__handle_unshare(void) {
     void* copy = malloc(bytes > 0 ? bytes : 1);
     if (copy == NULL) continue;  // nothing better to do in a child
     memcpy(copy, a->base, bytes);
-    if (accel__arena_views(a->base, a->views)) {
+    if (accel__arena_views(a->base, a->mapped)) {
       memcpy(a->base, copy, bytes);
     } else {
       a->private_views = true;
       for (uint32_t g = 0; g < a->views; g++) {
+        if (!((a->mapped >> g) & 1u)) continue;
         char* view = a->base + (size_t)g * ACCEL__SPAN;
         if (mmap(view, ACCEL__SPAN, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
