@@ -1,35 +1,31 @@
 // SPDX-License-Identifier: MIT
 //
-// Communicators and collectives on accel buffers, ordered on accel streams,
-// carried out by an engine plugin (comm_engine.c). The core checks every
-// argument, orders the call on the stream (it waits for the stream's
-// earlier work, and what the caller enqueues later sees the result), hands
-// the engine host addresses (host-accessible memory directly, anything
-// else staged through pinned host memory), and turns a failure into a
-// message naming the operation, the rank and the engine. A timeout or a
-// lost peer breaks the communicator for good, since the ranks no longer
-// agree on which collective comes next.
+// Communicators: forming them on an engine plugin (comm_engine.c) from the
+// options, the environment and, without a launcher, the rendezvous store
+// (comm_store.c); splitting, lifetime, the broken state; and the public
+// collective calls, which describe themselves as an accel__call_t for
+// comm_call.c to check and run. A timeout or a lost peer breaks the
+// communicator for good, since the ranks no longer agree on which
+// collective comes next.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm_internal.h"
 
 #define ACCEL__COMM_DEFAULT_TIMEOUT_S 300.0
 
-struct accel_comm {
-  atomic_uint refs;
-  accel__engine_t* engine;
-  void* impl;
-  int32_t rank;
-  int32_t size;
-  double timeout_s;
-  bool stage_always;     // ACCEL_COMM_STAGING=always (debugging)
-  pthread_mutex_t lock;  // serialises calls; guards `broken`
-  accel_status_t broken;  // ACCEL_OK while usable
-  char broken_message[640];
-};
+// The options struct before `device` was appended: callers built against
+// it pass this size.
+#define ACCEL__COMM_OPTIONS_SIZE_0 offsetof(accel_comm_options_t, device)
+
+double accel__comm_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 void accel_comm_options_init(accel_comm_options_t* options) {
   if (options == NULL) return;
@@ -50,6 +46,12 @@ static bool accel__env_int(const char* name, int32_t fallback,
   if (*end != '\0' || v < 0 || v > INT32_MAX) return false;
   *out = (int32_t)v;
   return true;
+}
+
+// An environment variable, or NULL when unset or empty.
+static const char* accel__env_text(const char* name) {
+  const char* text = accel__getenv(name);
+  return text != NULL && text[0] != '\0' ? text : NULL;
 }
 
 // Fills the engine's init struct from `o` and the environment.
@@ -75,14 +77,20 @@ static accel_status_t accel__comm_init_args(const accel_comm_options_t* o,
                        "< size",
                        what, (int)init->rank, (int)init->size);
   }
-  init->address = accel__getenv("ACCEL_COMM_ADDR");
-  init->file = accel__getenv("ACCEL_COMM_FILE");
+  init->address = accel__env_text("ACCEL_COMM_ADDR");
+  init->file = accel__env_text("ACCEL_COMM_FILE");
   int32_t port = 0;
   if (!accel__env_int("ACCEL_COMM_PORT", 0, &port) || port > 65535) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: ACCEL_COMM_PORT is not a port number", what);
   }
   init->port = (uint32_t)port;
+  if (init->address != NULL && init->port == 0) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: ACCEL_COMM_ADDR is set but ACCEL_COMM_PORT is "
+                       "not: give rank 0's port too",
+                       what);
+  }
   double timeout = o->timeout_s;
   const char* env = accel__getenv("ACCEL_COMM_TIMEOUT");
   if (timeout == 0 && env != NULL && env[0] != '\0') {
@@ -104,10 +112,37 @@ static accel_status_t accel__comm_init_args(const accel_comm_options_t* o,
   return ACCEL_OK;
 }
 
+// Binds `init` to `device` for an engine that takes its addresses: the
+// backend and the native device (native_handle, else the plugin's own
+// device index, which is the CUDA or HIP ordinal for those plugins).
+static accel_status_t accel__comm_bind_device(const accel__engine_t* engine,
+                                              accel_device_t* device,
+                                              accel_comm_engine_init_t* init) {
+  const char* backend = device != NULL ? device->plugin->name : NULL;
+  if (!accel__engine_takes(engine, backend)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "accel_comm_create: the %s engine serves %s devices; "
+                       "set options.device to one (it is %s)",
+                       engine->name, engine->desc.device_backends,
+                       device != NULL ? device->uri : "NULL");
+  }
+  init->device_backend = backend;
+  init->native_device = accel__plugin_physical(device->plugin, device->index);
+  uint64_t handle = 0;
+  // native_handle is an ABI 1.4 entry the core does not fill in.
+  if (device->ops->native_handle != NULL &&
+      device->ops->native_handle(device->impl, ACCEL_PLUGIN_NATIVE_DEVICE,
+                                 NULL, &handle) == ACCEL_OK) {
+    init->native_device = handle;
+  }
+  return ACCEL_OK;
+}
+
 // Wraps an engine communicator in a new handle.
 static accel_status_t accel__comm_wrap(accel__engine_t* engine, void* impl,
                                        int32_t rank, int32_t size,
                                        double timeout_s,
+                                       accel_device_t* device,
                                        accel_comm_t** out_comm) {
   accel_comm_t* comm = calloc(1, sizeof(*comm));
   if (comm == NULL || pthread_mutex_init(&comm->lock, NULL) != 0) {
@@ -121,6 +156,8 @@ static accel_status_t accel__comm_wrap(accel__engine_t* engine, void* impl,
   comm->rank = rank;
   comm->size = size;
   comm->timeout_s = timeout_s;
+  comm->device = device;
+  if (device != NULL) accel_device_retain(device);
   const char* staging = accel__getenv("ACCEL_COMM_STAGING");
   comm->stage_always = staging != NULL && strcmp(staging, "always") == 0;
   atomic_fetch_add(&engine->comms, 1);
@@ -128,26 +165,62 @@ static accel_status_t accel__comm_wrap(accel__engine_t* engine, void* impl,
   return ACCEL_OK;
 }
 
+// Runs the engine's comm_create, with the rendezvous store open when the
+// environment names one and the rank and size are known.
+static accel_status_t accel__comm_form(accel__engine_t* engine,
+                                       accel_comm_engine_init_t* init,
+                                       void** impl, int32_t* rank,
+                                       int32_t* size) {
+  accel__store_t* state = NULL;
+  accel_comm_store_t store;
+  if (init->rank >= 0 && (init->address != NULL || init->file != NULL)) {
+    accel_status_t status = accel__store_open(
+        init->rank, init->size, init->address, init->port, init->file,
+        init->timeout_s, &state, &store);
+    if (status != ACCEL_OK) return status;
+    init->store = &store;
+  }
+  accel_status_t status =
+      engine->desc.comm_create(engine->state, init, impl, rank, size);
+  init->store = NULL;
+  accel__store_close(state);
+  return status;
+}
+
 accel_status_t accel_comm_create(const accel_comm_options_t* options,
                                  accel_comm_t** out_comm) {
   if (out_comm != NULL) *out_comm = NULL;
-  accel_comm_options_t defaults;
-  accel_comm_options_init(&defaults);
-  if (options == NULL) options = &defaults;
-  if (out_comm == NULL || options->struct_size < sizeof(*options)) {
+  accel_comm_options_t o;
+  accel_comm_options_init(&o);
+  if (out_comm == NULL ||
+      (options != NULL &&
+       options->struct_size < ACCEL__COMM_OPTIONS_SIZE_0)) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_comm_create: out_comm is NULL or options were "
                        "not initialised with accel_comm_options_init()");
   }
+  if (options != NULL) {
+    memcpy(&o, options,
+           options->struct_size < sizeof(o) ? options->struct_size
+                                            : sizeof(o));
+  }
   accel_comm_engine_init_t init;
-  accel_status_t status = accel__comm_init_args(options, &init);
+  accel_status_t status = accel__comm_init_args(&o, &init);
   if (status != ACCEL_OK) return status;
   accel__engine_t* engine = NULL;
-  status = accel__engine_pick(options->engine, &engine);
+  status = accel__engine_pick(
+      o.engine, o.device != NULL ? o.device->plugin->name : NULL, &engine);
   if (status != ACCEL_OK) return status;
+  accel_device_t* device = NULL;
+  if (engine->desc.device_backends != NULL &&
+      engine->desc.device_backends[0] != '\0') {
+    status = accel__comm_bind_device(engine, o.device, &init);
+    if (status != ACCEL_OK) return status;
+    device = o.device;
+  }
   void* impl = NULL;
   int32_t rank = -1, size = -1;
-  status = engine->desc.comm_create(engine->state, &init, &impl, &rank, &size);
+  status = accel__comm_form(engine, &init, &impl, &rank, &size);
   if (status != ACCEL_OK) {
     char reason[512];
     snprintf(reason, sizeof(reason), "%s", accel_last_error());
@@ -156,7 +229,8 @@ accel_status_t accel_comm_create(const accel_comm_options_t* options,
   }
   accel__log(ACCEL_LOG_INFO, "communicator on %s: rank %d of %d",
              engine->name, (int)rank, (int)size);
-  return accel__comm_wrap(engine, impl, rank, size, init.timeout_s, out_comm);
+  return accel__comm_wrap(engine, impl, rank, size, init.timeout_s, device,
+                          out_comm);
 }
 
 void accel_comm_retain(accel_comm_t* comm) {
@@ -167,6 +241,7 @@ void accel_comm_release(accel_comm_t* comm) {
   if (comm == NULL || atomic_fetch_sub(&comm->refs, 1) != 1) return;
   comm->engine->desc.comm_destroy(comm->impl);
   atomic_fetch_sub(&comm->engine->comms, 1);
+  accel_device_release(comm->device);
   pthread_mutex_destroy(&comm->lock);
   free(comm);
 }
@@ -183,9 +258,7 @@ const char* accel_comm_engine(const accel_comm_t* comm) {
   return comm != NULL ? comm->engine->name : "";
 }
 
-// Takes the communicator's lock unless it is broken; on failure the lock
-// is not held and the original reason is the message.
-static accel_status_t accel__comm_enter(accel_comm_t* comm, const char* what) {
+accel_status_t accel__comm_enter(accel_comm_t* comm, const char* what) {
   pthread_mutex_lock(&comm->lock);
   if (comm->broken == ACCEL_OK) return ACCEL_OK;
   accel_status_t broken = comm->broken;
@@ -199,10 +272,21 @@ static accel_status_t accel__comm_enter(accel_comm_t* comm, const char* what) {
                      comm->engine->name, reason);
 }
 
-// Names the call in an engine failure; a timeout or a lost peer breaks the
-// communicator. Called with the lock held; releases it.
-static accel_status_t accel__comm_leave(accel_comm_t* comm, const char* what,
-                                        accel_status_t status) {
+void accel__comm_break(accel_comm_t* comm, accel_status_t status,
+                       const char* what, const char* reason) {
+  if (comm->broken == ACCEL_OK) {
+    comm->broken = status;
+    snprintf(comm->broken_message, sizeof(comm->broken_message),
+             "%s failed: %s", what, reason);
+  }
+  if (!comm->aborted && comm->engine->desc.comm_abort != NULL) {
+    comm->aborted = true;
+    comm->engine->desc.comm_abort(comm->impl);
+  }
+}
+
+accel_status_t accel__comm_leave(accel_comm_t* comm, const char* what,
+                                 accel_status_t status) {
   if (status == ACCEL_OK) {
     pthread_mutex_unlock(&comm->lock);
     return ACCEL_OK;
@@ -210,9 +294,7 @@ static accel_status_t accel__comm_leave(accel_comm_t* comm, const char* what,
   char reason[512];
   snprintf(reason, sizeof(reason), "%s", accel_last_error());
   if (status == ACCEL_ERROR_TIMEOUT || status == ACCEL_ERROR_DEVICE_LOST) {
-    comm->broken = status;
-    snprintf(comm->broken_message, sizeof(comm->broken_message),
-             "%s failed: %s", what, reason);
+    accel__comm_break(comm, status, what, reason);
   }
   pthread_mutex_unlock(&comm->lock);
   return accel__fail(status, "%s (rank %d of %d, %s): %s", what,
@@ -239,194 +321,12 @@ accel_status_t accel_comm_split(accel_comm_t* comm, int32_t color,
   status = accel__comm_leave(comm, what, status);
   if (status != ACCEL_OK) return status;
   return accel__comm_wrap(comm->engine, impl, rank, size, comm->timeout_s,
-                          out_comm);
+                          comm->device, out_comm);
 }
 
 // ---------------------------------------------------------------------------
-// Operands: a buffer region the engine sees as host memory.
+// The public calls: each describes itself for accel__comm_call.
 // ---------------------------------------------------------------------------
-
-typedef struct accel__operand {
-  accel_buffer_t* buffer;
-  size_t offset;
-  size_t bytes;
-  bool in;    // the engine reads it
-  bool out;   // the engine writes it
-  void* host;     // what the engine gets
-  void* staging;  // pinned host memory when the buffer is not addressable
-} accel__operand_t;
-
-// Checks that `op` lies in its buffer on `stream`'s device.
-static accel_status_t accel__operand_check(const char* what,
-                                           const char* name,
-                                           accel_stream_t* stream,
-                                           const accel__operand_t* op) {
-  if (op->buffer == NULL) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", what,
-                       name);
-  }
-  accel_status_t live = accel__check_buffer(what, name, op->buffer);
-  if (live != ACCEL_OK) return live;
-  if (op->buffer->device != stream->device) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "%s: %s is on %s but the stream is on %s", what, name,
-                       op->buffer->device->uri, stream->device->uri);
-  }
-  return accel__check_range(what, name, op->buffer, op->offset, op->bytes);
-}
-
-// Gives every operand a host address: the buffer's own when the device is
-// host-accessible, else pinned staging filled (for inputs) on `stream`.
-// Then waits for the stream, so the engine sees the data.
-static accel_status_t accel__operands_prepare(const accel_comm_t* comm,
-                                              accel_stream_t* stream,
-                                              accel__operand_t* ops,
-                                              size_t n) {
-  accel_device_t* device = stream->device;
-  accel_status_t status = ACCEL_OK;
-  for (size_t i = 0; i < n && status == ACCEL_OK; i++) {
-    accel__operand_t* op = &ops[i];
-    if (op->buffer == NULL || op->bytes == 0) continue;
-    uint64_t address = 0;
-    if (device->host_accessible && !comm->stage_always &&
-        device->ops->mem_address(device->impl, accel__buffer_mem(op->buffer),
-                                 accel__buffer_offset(op->buffer, op->offset),
-                                 &address) == ACCEL_OK) {
-      op->host = (void*)(uintptr_t)address;
-      status = accel__buffer_use(op->buffer, stream);
-      continue;
-    }
-    status = accel_host_alloc(device, op->bytes, &op->staging);
-    if (status != ACCEL_OK) break;
-    op->host = op->staging;
-    if (op->in) {
-      status = accel_stream_read_buffer(stream, op->buffer, op->offset,
-                                        op->staging, op->bytes);
-    }
-  }
-  if (status == ACCEL_OK) status = accel_stream_synchronize(stream);
-  return status;
-}
-
-// Writes staged outputs back on `stream` and waits for them, then frees
-// the staging. Runs whatever `status` says, to free the staging.
-static accel_status_t accel__operands_finish(accel_stream_t* stream,
-                                             accel__operand_t* ops, size_t n,
-                                             accel_status_t status) {
-  bool wrote = false;
-  for (size_t i = 0; i < n && status == ACCEL_OK; i++) {
-    accel__operand_t* op = &ops[i];
-    if (op->staging == NULL || !op->out) continue;
-    status = accel_stream_write_buffer(stream, op->buffer, op->offset,
-                                       op->staging, op->bytes);
-    wrote = true;
-  }
-  if (wrote) {
-    // The staging must outlive the copies that read it.
-    accel_status_t sync = accel_stream_synchronize(stream);
-    if (status == ACCEL_OK) status = sync;
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (ops[i].staging != NULL) accel_host_free(stream->device, ops[i].staging);
-    ops[i].staging = NULL;
-  }
-  return status;
-}
-
-// What one collective call asks of the engine.
-typedef struct accel__call {
-  const char* what;
-  uint32_t kind;
-  accel_dtype_t dtype;
-  accel_reduce_op_t op;
-  uint64_t count;
-  int32_t peer;  // root or peer rank; -1 when none
-} accel__call_t;
-
-enum {
-  ACCEL__ALL_REDUCE,
-  ACCEL__BROADCAST,
-  ACCEL__REDUCE,
-  ACCEL__ALL_GATHER,
-  ACCEL__REDUCE_SCATTER,
-  ACCEL__ALL_TO_ALL,
-  ACCEL__SEND,
-  ACCEL__RECV,
-};
-
-// Runs the call on the engine. With one operand of a two-buffer call (in
-// place, or a non-root rank of reduce) the second address is the first's
-// or NULL.
-static accel_status_t accel__engine_call(accel_comm_t* comm,
-                                         const accel__call_t* c,
-                                         accel__operand_t* ops, size_t n) {
-  const accel_comm_engine_t* e = &comm->engine->desc;
-  void* x = comm->impl;
-  uint32_t t = (uint32_t)c->dtype, op = (uint32_t)c->op;
-  void* second = n > 1 ? ops[1].host : ops[0].host;
-  switch (c->kind) {
-    case ACCEL__ALL_REDUCE:
-      return e->all_reduce(x, ops[0].host, second, c->count, t, op);
-    case ACCEL__BROADCAST:
-      return e->broadcast(x, ops[0].host, c->count, t, c->peer);
-    case ACCEL__REDUCE:
-      return e->reduce(x, ops[0].host, second, c->count, t, op, c->peer);
-    case ACCEL__ALL_GATHER:
-      return e->all_gather(x, ops[0].host, second, c->count, t);
-    case ACCEL__REDUCE_SCATTER:
-      return e->reduce_scatter(x, ops[0].host, second, c->count, t, op);
-    case ACCEL__ALL_TO_ALL:
-      return e->all_to_all(x, ops[0].host, second, c->count, t);
-    case ACCEL__SEND:
-      return e->send(x, ops[0].host, c->count, t, c->peer);
-    default:
-      return e->recv(x, ops[0].host, c->count, t, c->peer);
-  }
-}
-
-// Checks the common arguments, then prepares, runs and finishes the call.
-static accel_status_t accel__collective(accel_comm_t* comm,
-                                        accel_stream_t* stream,
-                                        const accel__call_t* c,
-                                        accel__operand_t* ops, size_t n) {
-  if (comm == NULL || stream == NULL) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "%s: comm and stream are required", c->what);
-  }
-  size_t elem = accel_dtype_size(c->dtype);
-  if (elem == 0 || c->count == 0) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "%s: dtype %d is not an accel_dtype_t or count is 0",
-                       c->what, (int)c->dtype);
-  }
-  if ((unsigned)c->op > ACCEL_REDUCE_MAX) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "%s: op %d is not an accel_reduce_op_t", c->what,
-                       (int)c->op);
-  }
-  if (c->peer != -1 && (c->peer < 0 || c->peer >= comm->size)) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "%s: rank %d is outside the communicator of %d ranks",
-                       c->what, (int)c->peer, (int)comm->size);
-  }
-  for (size_t i = 0; i < n; i++) {
-    if (ops[i].buffer == NULL && ops[i].bytes == 0) continue;  // non-root
-    accel_status_t status = accel__operand_check(
-        c->what, i == 0 ? "the first buffer" : "the second buffer", stream,
-        &ops[i]);
-    if (status != ACCEL_OK) return status;
-  }
-  accel_status_t status = accel__comm_enter(comm, c->what);
-  if (status != ACCEL_OK) return status;
-  status = accel__operands_prepare(comm, stream, ops, n);
-  if (status == ACCEL_OK) {
-    status = accel__engine_call(comm, c, ops, n);
-    status = accel__comm_leave(comm, c->what, status);
-  } else {
-    pthread_mutex_unlock(&comm->lock);
-  }
-  return accel__operands_finish(stream, ops, n, status);
-}
 
 // Bytes of `count` elements of `dtype` times `blocks`; SIZE_MAX on
 // overflow (the range check then refuses it).
@@ -442,36 +342,72 @@ static size_t accel__ranks(const accel_comm_t* comm) {
   return comm != NULL && comm->size > 0 ? (size_t)comm->size : 1;
 }
 
+// A call of `kind` with no operands yet.
+static accel__call_t accel__call(const char* what, uint32_t kind,
+                                 accel_comm_t* comm, accel_stream_t* stream,
+                                 size_t count, accel_dtype_t dtype,
+                                 accel_reduce_op_t op, int32_t peer) {
+  accel__call_t c;
+  memset(&c, 0, sizeof(c));
+  c.what = what;
+  c.kind = kind;
+  c.comm = comm;
+  c.stream = stream;
+  c.count = count;
+  c.dtype = dtype;
+  c.op = op;
+  c.peer = peer;
+  c.n = 1;
+  return c;
+}
+
+static accel__operand_t accel__operand(accel_buffer_t* buffer, size_t offset,
+                                       size_t bytes, bool in, bool out) {
+  return (accel__operand_t){buffer, offset, bytes, in, out, NULL, NULL};
+}
+
+// A send and a receive operand, or one read and written when they are the
+// same region (in place).
+static accel_status_t accel__call_two(accel__call_t* c, accel_buffer_t* send,
+                                      size_t send_offset, size_t send_bytes,
+                                      accel_buffer_t* recv,
+                                      size_t recv_offset, size_t recv_bytes) {
+  c->ops[0] = accel__operand(send, send_offset, send_bytes, true, false);
+  if (send == recv && send_offset == recv_offset &&
+      send_bytes == recv_bytes) {
+    c->ops[0].out = true;
+    return accel__comm_call(c);
+  }
+  c->ops[1] = accel__operand(recv, recv_offset, recv_bytes, false, true);
+  c->n = 2;
+  return accel__comm_call(c);
+}
+
 accel_status_t accel_comm_all_reduce(accel_comm_t* comm,
                                      accel_stream_t* stream,
                                      accel_buffer_t* send, size_t send_offset,
                                      accel_buffer_t* recv, size_t recv_offset,
                                      size_t count, accel_dtype_t dtype,
                                      accel_reduce_op_t op) {
-  accel__call_t c = {"accel_comm_all_reduce", ACCEL__ALL_REDUCE, dtype, op,
-                     count, -1};
+  accel__call_t c =
+      accel__call("accel_comm_all_reduce", ACCEL_COMM_ENGINE_ALL_REDUCE,
+                  comm, stream, count, dtype, op, -1);
   size_t bytes = accel__bytes(count, dtype, 1);
-  accel__operand_t ops[2] = {
-      {send, send_offset, bytes, true, false, NULL, NULL},
-      {recv, recv_offset, bytes, false, true, NULL, NULL}};
-  if (send == recv && send_offset == recv_offset) {
-    ops[0].out = true;  // in place: one operand, read and written
-    return accel__collective(comm, stream, &c, ops, 1);
-  }
-  return accel__collective(comm, stream, &c, ops, 2);
+  return accel__call_two(&c, send, send_offset, bytes, recv, recv_offset,
+                         bytes);
 }
 
 accel_status_t accel_comm_broadcast(accel_comm_t* comm, accel_stream_t* stream,
                                     accel_buffer_t* buffer, size_t offset,
                                     size_t count, accel_dtype_t dtype,
                                     int32_t root) {
-  accel__call_t c = {"accel_comm_broadcast", ACCEL__BROADCAST, dtype,
-                     ACCEL_REDUCE_SUM, count, root};
+  accel__call_t c = accel__call(
+      "accel_comm_broadcast", ACCEL_COMM_ENGINE_BROADCAST, comm, stream,
+      count, dtype, ACCEL_REDUCE_SUM, root < 0 ? INT32_MIN : root);
   bool is_root = comm != NULL && comm->rank == root;
-  accel__operand_t ops[1] = {{buffer, offset, accel__bytes(count, dtype, 1),
-                              is_root, !is_root, NULL, NULL}};
-  if (root < 0) c.peer = INT32_MIN;  // refused by the rank check
-  return accel__collective(comm, stream, &c, ops, 1);
+  c.ops[0] = accel__operand(buffer, offset, accel__bytes(count, dtype, 1),
+                            is_root, !is_root);
+  return accel__comm_call(&c);
 }
 
 accel_status_t accel_comm_reduce(accel_comm_t* comm, accel_stream_t* stream,
@@ -479,24 +415,20 @@ accel_status_t accel_comm_reduce(accel_comm_t* comm, accel_stream_t* stream,
                                  accel_buffer_t* recv, size_t recv_offset,
                                  size_t count, accel_dtype_t dtype,
                                  accel_reduce_op_t op, int32_t root) {
-  accel__call_t c = {"accel_comm_reduce", ACCEL__REDUCE, dtype, op, count,
-                     root < 0 ? INT32_MIN : root};
+  accel__call_t c =
+      accel__call("accel_comm_reduce", ACCEL_COMM_ENGINE_REDUCE, comm, stream,
+                  count, dtype, op, root < 0 ? INT32_MIN : root);
   size_t bytes = accel__bytes(count, dtype, 1);
-  bool is_root = comm != NULL && comm->rank == root;
-  accel__operand_t ops[2] = {
-      {send, send_offset, bytes, true, false, NULL, NULL},
-      {recv, recv_offset, bytes, false, true, NULL, NULL}};
-  if (!is_root) {
+  if (comm == NULL || comm->rank != root) {
     // Only the root receives: elsewhere `recv` is ignored (may be NULL),
     // and the engine gets NULL for it.
-    ops[1] = (accel__operand_t){NULL, 0, 0, false, false, NULL, NULL};
-    return accel__collective(comm, stream, &c, ops, 2);
+    c.ops[0] = accel__operand(send, send_offset, bytes, true, false);
+    c.ops[1] = accel__operand(NULL, 0, 0, false, false);
+    c.n = 2;
+    return accel__comm_call(&c);
   }
-  if (send == recv && send_offset == recv_offset) {
-    ops[0].out = true;
-    return accel__collective(comm, stream, &c, ops, 1);
-  }
-  return accel__collective(comm, stream, &c, ops, 2);
+  return accel__call_two(&c, send, send_offset, bytes, recv, recv_offset,
+                         bytes);
 }
 
 accel_status_t accel_comm_all_gather(accel_comm_t* comm,
@@ -504,28 +436,32 @@ accel_status_t accel_comm_all_gather(accel_comm_t* comm,
                                      accel_buffer_t* send, size_t send_offset,
                                      accel_buffer_t* recv, size_t recv_offset,
                                      size_t count, accel_dtype_t dtype) {
-  accel__call_t c = {"accel_comm_all_gather", ACCEL__ALL_GATHER, dtype,
-                     ACCEL_REDUCE_SUM, count, -1};
-  accel__operand_t ops[2] = {
-      {send, send_offset, accel__bytes(count, dtype, 1), true, false, NULL,
-       NULL},
-      {recv, recv_offset, accel__bytes(count, dtype, accel__ranks(comm)),
-       false, true, NULL, NULL}};
-  return accel__collective(comm, stream, &c, ops, 2);
+  accel__call_t c = accel__call("accel_comm_all_gather",
+                                ACCEL_COMM_ENGINE_ALL_GATHER, comm, stream,
+                                count, dtype, ACCEL_REDUCE_SUM, -1);
+  c.ops[0] = accel__operand(send, send_offset, accel__bytes(count, dtype, 1),
+                            true, false);
+  c.ops[1] = accel__operand(recv, recv_offset,
+                            accel__bytes(count, dtype, accel__ranks(comm)),
+                            false, true);
+  c.n = 2;
+  return accel__comm_call(&c);
 }
 
 accel_status_t accel_comm_reduce_scatter(
     accel_comm_t* comm, accel_stream_t* stream, accel_buffer_t* send,
     size_t send_offset, accel_buffer_t* recv, size_t recv_offset,
     size_t count, accel_dtype_t dtype, accel_reduce_op_t op) {
-  accel__call_t c = {"accel_comm_reduce_scatter", ACCEL__REDUCE_SCATTER,
-                     dtype, op, count, -1};
-  accel__operand_t ops[2] = {
-      {send, send_offset, accel__bytes(count, dtype, accel__ranks(comm)), true,
-       false, NULL, NULL},
-      {recv, recv_offset, accel__bytes(count, dtype, 1), false, true, NULL,
-       NULL}};
-  return accel__collective(comm, stream, &c, ops, 2);
+  accel__call_t c = accel__call("accel_comm_reduce_scatter",
+                                ACCEL_COMM_ENGINE_REDUCE_SCATTER, comm, stream,
+                                count, dtype, op, -1);
+  c.ops[0] = accel__operand(send, send_offset,
+                            accel__bytes(count, dtype, accel__ranks(comm)),
+                            true, false);
+  c.ops[1] = accel__operand(recv, recv_offset, accel__bytes(count, dtype, 1),
+                            false, true);
+  c.n = 2;
+  return accel__comm_call(&c);
 }
 
 accel_status_t accel_comm_all_to_all(accel_comm_t* comm,
@@ -533,33 +469,36 @@ accel_status_t accel_comm_all_to_all(accel_comm_t* comm,
                                      accel_buffer_t* send, size_t send_offset,
                                      accel_buffer_t* recv, size_t recv_offset,
                                      size_t count, accel_dtype_t dtype) {
-  accel__call_t c = {"accel_comm_all_to_all", ACCEL__ALL_TO_ALL, dtype,
-                     ACCEL_REDUCE_SUM, count, -1};
+  accel__call_t c = accel__call("accel_comm_all_to_all",
+                                ACCEL_COMM_ENGINE_ALL_TO_ALL, comm, stream,
+                                count, dtype, ACCEL_REDUCE_SUM, -1);
   size_t bytes = accel__bytes(count, dtype, accel__ranks(comm));
-  accel__operand_t ops[2] = {
-      {send, send_offset, bytes, true, false, NULL, NULL},
-      {recv, recv_offset, bytes, false, true, NULL, NULL}};
-  return accel__collective(comm, stream, &c, ops, 2);
+  c.ops[0] = accel__operand(send, send_offset, bytes, true, false);
+  c.ops[1] = accel__operand(recv, recv_offset, bytes, false, true);
+  c.n = 2;
+  return accel__comm_call(&c);
 }
 
 accel_status_t accel_comm_send(accel_comm_t* comm, accel_stream_t* stream,
                                accel_buffer_t* buffer, size_t offset,
                                size_t count, accel_dtype_t dtype,
                                int32_t peer) {
-  accel__call_t c = {"accel_comm_send", ACCEL__SEND, dtype, ACCEL_REDUCE_SUM,
-                     count, peer < 0 ? INT32_MIN : peer};
-  accel__operand_t ops[1] = {{buffer, offset, accel__bytes(count, dtype, 1),
-                              true, false, NULL, NULL}};
-  return accel__collective(comm, stream, &c, ops, 1);
+  accel__call_t c =
+      accel__call("accel_comm_send", ACCEL_COMM_ENGINE_SEND, comm, stream,
+                  count, dtype, ACCEL_REDUCE_SUM, peer < 0 ? INT32_MIN : peer);
+  c.ops[0] = accel__operand(buffer, offset, accel__bytes(count, dtype, 1),
+                            true, false);
+  return accel__comm_call(&c);
 }
 
 accel_status_t accel_comm_recv(accel_comm_t* comm, accel_stream_t* stream,
                                accel_buffer_t* buffer, size_t offset,
                                size_t count, accel_dtype_t dtype,
                                int32_t peer) {
-  accel__call_t c = {"accel_comm_recv", ACCEL__RECV, dtype, ACCEL_REDUCE_SUM,
-                     count, peer < 0 ? INT32_MIN : peer};
-  accel__operand_t ops[1] = {{buffer, offset, accel__bytes(count, dtype, 1),
-                              false, true, NULL, NULL}};
-  return accel__collective(comm, stream, &c, ops, 1);
+  accel__call_t c =
+      accel__call("accel_comm_recv", ACCEL_COMM_ENGINE_RECV, comm, stream,
+                  count, dtype, ACCEL_REDUCE_SUM, peer < 0 ? INT32_MIN : peer);
+  c.ops[0] = accel__operand(buffer, offset, accel__bytes(count, dtype, 1),
+                            false, true);
+  return accel__comm_call(&c);
 }

@@ -73,6 +73,16 @@ static bool accel__engine_bind(accel__engine_t* e,
                       "engine descriptor lacks a required entry");
     return false;
   }
+  // Engine ABI 1.1 entries come in sets.
+  if ((d->call_start != NULL) !=
+          (d->request_test != NULL && d->request_abandon != NULL) ||
+      (d->group_start != NULL) != (d->group_end != NULL)) {
+    accel__engine_set(e, ACCEL_ERROR_INCOMPATIBLE,
+                      "engine descriptor sets call_start without "
+                      "request_test and request_abandon, or only one of "
+                      "group_start and group_end");
+    return false;
+  }
   snprintf(e->name, sizeof(e->name), "%s", d->name);
   snprintf(e->version, sizeof(e->version), "%s",
            d->version != NULL ? d->version : "");
@@ -217,7 +227,27 @@ static void accel__engines_find_locked(void) {
   }
 }
 
-accel_status_t accel__engine_pick(const char* wanted,
+bool accel__engine_takes(const accel__engine_t* e, const char* backend) {
+  const char* list = e->desc.device_backends;
+  size_t n = backend != NULL ? strlen(backend) : 0;
+  while (n > 0 && list != NULL && *list != '\0') {
+    size_t len = strcspn(list, " ");
+    if (len == n && strncmp(list, backend, n) == 0) return true;
+    list += len;
+    list += strspn(list, " ");
+  }
+  return false;
+}
+
+// Whether `e` can serve a communicator on a device of `backend` (NULL:
+// none): host-driven engines serve any, device-bound ones their backends.
+static bool accel__engine_serves(const accel__engine_t* e,
+                                 const char* backend) {
+  const char* list = e->desc.device_backends;
+  return list == NULL || list[0] == '\0' || accel__engine_takes(e, backend);
+}
+
+accel_status_t accel__engine_pick(const char* wanted, const char* backend,
                                   accel__engine_t** out_engine) {
   *out_engine = NULL;
   if (wanted == NULL || wanted[0] == '\0') {
@@ -233,6 +263,15 @@ accel_status_t accel__engine_pick(const char* wanted,
   for (size_t i = 0; i < accel__engine_count; i++) {
     accel__engine_t* e = accel__engines[i];
     if (e->shadowed || (!any && strcmp(e->name, wanted) != 0)) continue;
+    if (any && e->stage >= ACCEL_PLUGIN_STAGE_INITIALISED &&
+        !accel__engine_serves(e, backend)) {
+      // Not started: its library is not opened for a device it cannot use.
+      accel__appendf(reasons, sizeof(reasons), &used,
+                     "%s%s: serves %s devices, not %s", used != 0 ? "; " : "",
+                     e->name, e->desc.device_backends,
+                     backend != NULL ? backend : "host-driven communicators");
+      continue;
+    }
     accel__engine_probe(e);
     if (e->status == ACCEL_OK) {
       if (best == NULL || e->desc.priority > best->desc.priority) best = e;

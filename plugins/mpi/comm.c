@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 //
-// Communicators and collectives on MPI. Every collective is started as its
-// non-blocking MPI form and completed by polling MPI_Test, so that a peer
-// that died or stopped calling cannot hold the caller for ever: after the
-// communicator's timeout the call gives up with ACCEL_ERROR_TIMEOUT (the
-// request is abandoned; the core then refuses further calls on the
-// communicator, since the ranks no longer agree on what comes next).
-// Polling keeps calling into MPI, which is also what moves Open MPI's
-// non-blocking collectives forward.
+// Communicators and collectives on MPI. Every call is started as its
+// non-blocking MPI form, so that a peer that died or stopped calling
+// cannot hold the caller for ever. The core starts calls with call_start
+// (all the calls of a group one after another, which is what lets a ring
+// of sends and receives complete) and polls them with request_test until
+// its timeout; the blocking entries of engine ABI 1.0 poll MPI_Test
+// themselves until the communicator's timeout. A request given up is
+// abandoned (MPI forbids freeing an active collective request); the core
+// then refuses further calls on the communicator, since the ranks no
+// longer agree on what comes next. Polling keeps calling into MPI, which
+// is also what moves Open MPI's non-blocking collectives forward.
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -16,13 +19,12 @@
 
 #include "accel_mpi.h"
 
-typedef struct accel_mpi_comm {
-  accel_mpi_engine_t* engine;
-  MPI_Comm comm;
-  int rank;
-  int size;
-  double timeout_s;
-} accel_mpi_comm_t;
+// A started call, for request_test.
+typedef struct accel_mpi_request {
+  accel_mpi_comm_t* comm;
+  MPI_Request request;
+  const char* what;
+} accel_mpi_request_t;
 
 static double accel_mpi_now(void) {
   struct timespec ts;
@@ -30,11 +32,11 @@ static double accel_mpi_now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Serialises MPI calls when MPI is not MPI_THREAD_MULTIPLE.
-static void accel_mpi_lock(accel_mpi_engine_t* e) {
+void accel_mpi_lock(accel_mpi_engine_t* e) {
   if (!e->multiple) pthread_mutex_lock(&e->mutex);
 }
-static void accel_mpi_unlock(accel_mpi_engine_t* e) {
+
+void accel_mpi_unlock(accel_mpi_engine_t* e) {
   if (!e->multiple) pthread_mutex_unlock(&e->mutex);
 }
 
@@ -48,40 +50,31 @@ static accel_status_t accel_mpi_fail(accel_mpi_comm_t* c, const char* what,
                                c->size, text);
 }
 
-// Waits for `request` until the communicator's timeout.
+// Waits for `request` until the communicator's timeout (the blocking
+// entries). Polls flat out for the first 50 ms, as MPI's blocking calls
+// do: a yield on a loaded machine can cost a whole time slice.
 static accel_status_t accel_mpi_wait(accel_mpi_comm_t* c, const char* what,
                                      MPI_Request* request) {
   accel_mpi_engine_t* e = c->engine;
-  double deadline = accel_mpi_now() + c->timeout_s;
-  for (unsigned spin = 0;; spin++) {
+  double start = accel_mpi_now();
+  for (unsigned spin = 1;; spin++) {
     int done = 0;
     accel_mpi_lock(e);
     int rc = e->mpi.MPI_Test(request, &done, MPI_STATUS_IGNORE);
     accel_mpi_unlock(e);
     if (rc != MPI_SUCCESS) return accel_mpi_fail(c, what, rc);
     if (done) return ACCEL_OK;
-    if ((spin & 255) == 255) {
-      if (accel_mpi_now() > deadline) {
-        return e->host->fail(e->host, ACCEL_ERROR_TIMEOUT,
-                             "%s on rank %d of %d did not complete within "
-                             "%.1f s; a peer may have died or stopped "
-                             "calling (ACCEL_COMM_TIMEOUT)",
-                             what, c->rank, c->size, c->timeout_s);
-      }
-      sched_yield();
+    if ((spin & 255) != 0) continue;
+    double waited = accel_mpi_now() - start;
+    if (waited > c->timeout_s) {
+      return e->host->fail(e->host, ACCEL_ERROR_TIMEOUT,
+                           "%s on rank %d of %d did not complete within "
+                           "%.1f s; a peer may have died or stopped "
+                           "calling (ACCEL_COMM_TIMEOUT)",
+                           what, c->rank, c->size, c->timeout_s);
     }
+    if (waited > 0.05) sched_yield();
   }
-}
-
-// Checks that `count` fits MPI's int counts.
-static accel_status_t accel_mpi_count(accel_mpi_comm_t* c, const char* what,
-                                      uint64_t count) {
-  if (count <= (uint64_t)INT_MAX) return ACCEL_OK;
-  return c->engine->host->fail(
-      c->engine->host, ACCEL_ERROR_UNSUPPORTED,
-      "%s: %llu elements is more than MPI's int count (%d) allows; split "
-      "the call",
-      what, (unsigned long long)count, INT_MAX);
 }
 
 // Wraps `comm` (owned afterwards) in a new handle.
@@ -106,6 +99,14 @@ static accel_status_t accel_mpi_wrap(accel_mpi_engine_t* e, MPI_Comm comm,
   return ACCEL_OK;
 }
 
+// Whether `init` has the 1.1 field `store` (older cores pass a shorter
+// struct).
+static const accel_comm_store_t* accel_mpi_store(
+    const accel_comm_engine_init_t* init) {
+  size_t need = offsetof(accel_comm_engine_init_t, store) + sizeof(void*);
+  return init->struct_size >= need ? init->store : NULL;
+}
+
 accel_status_t accel_mpi_comm_create(void* engine,
                                      const accel_comm_engine_init_t* init,
                                      void** out_comm, int32_t* out_rank,
@@ -113,31 +114,37 @@ accel_status_t accel_mpi_comm_create(void* engine,
   accel_mpi_engine_t* e = engine;
   accel_status_t status = accel_mpi_start(e);
   if (status != ACCEL_OK) return status;
-  MPI_Comm base = e->mpi.comm_world;
-  if (init->native_comm != NULL) base = *(const MPI_Comm*)init->native_comm;
+  int world = 0;
+  e->mpi.MPI_Comm_size(e->mpi.comm_world, &world);
   MPI_Comm comm;
-  accel_mpi_lock(e);
-  int rc = e->mpi.MPI_Comm_dup(base, &comm);
-  accel_mpi_unlock(e);
-  if (rc != MPI_SUCCESS) {
-    char text[256];
-    accel_mpi_error_text(e, rc, text, sizeof(text));
-    return e->host->fail(e->host, ACCEL_ERROR_BACKEND, "MPI_Comm_dup: %s",
-                         text);
+  if (init->native_comm == NULL && world == 1 && init->size > 1) {
+    // A lone process (no mpirun) asked to be one of several ranks.
+    if (accel_mpi_store(init) == NULL) {
+      return e->host->fail(
+          e->host, ACCEL_ERROR_UNSUPPORTED,
+          "this process was not started by an MPI launcher (mpirun, srun), "
+          "and no rendezvous (ACCEL_COMM_ADDR and ACCEL_COMM_PORT, or "
+          "ACCEL_COMM_FILE) is set to join %d ranks",
+          (int)init->size);
+    }
+    status = accel_mpi_join(e, init, &comm);
+    if (status != ACCEL_OK) return status;
+  } else {
+    MPI_Comm base = e->mpi.comm_world;
+    if (init->native_comm != NULL) base = *(const MPI_Comm*)init->native_comm;
+    accel_mpi_lock(e);
+    int rc = e->mpi.MPI_Comm_dup(base, &comm);
+    accel_mpi_unlock(e);
+    if (rc != MPI_SUCCESS) {
+      char text[256];
+      accel_mpi_error_text(e, rc, text, sizeof(text));
+      return e->host->fail(e->host, ACCEL_ERROR_BACKEND, "MPI_Comm_dup: %s",
+                           text);
+    }
   }
   int rank = 0, size = 0;
   e->mpi.MPI_Comm_rank(comm, &rank);
   e->mpi.MPI_Comm_size(comm, &size);
-  if (size == 1 && init->size > 1 &&
-      (init->address != NULL || init->file != NULL)) {
-    e->mpi.MPI_Comm_free(&comm);
-    return e->host->fail(
-        e->host, ACCEL_ERROR_UNSUPPORTED,
-        "the mpi engine forms communicators through its launcher (mpirun, "
-        "srun), not through ACCEL_COMM_ADDR/ACCEL_COMM_FILE: this process "
-        "is a lone MPI process, but %d ranks were asked for",
-        (int)init->size);
-  }
   if ((init->rank >= 0 && init->rank != rank) ||
       (init->size >= 0 && init->size != size)) {
     e->mpi.MPI_Comm_free(&comm);
@@ -175,135 +182,214 @@ void accel_mpi_comm_destroy(void* comm) {
   free(c);
 }
 
-// Starts a non-blocking call (`rc` is its result) and waits for it.
-static accel_status_t accel_mpi_finish(accel_mpi_comm_t* c, const char* what,
-                                       int rc, MPI_Request* request) {
-  if (rc != MPI_SUCCESS) return accel_mpi_fail(c, what, rc);
-  return accel_mpi_wait(c, what, request);
-}
+// ---------------------------------------------------------------------------
+// Calls.
+// ---------------------------------------------------------------------------
 
-// Sets `rc` to the result of MPI call `call` on `c`'s engine, serialised
-// below MPI_THREAD_MULTIPLE.
-#define ACCEL_MPI_START(c, call)     \
-  do {                               \
-    accel_mpi_lock((c)->engine);     \
-    rc = (c)->engine->mpi.call;      \
-    accel_mpi_unlock((c)->engine);   \
-  } while (0)
-
-accel_status_t accel_mpi_all_reduce(void* comm, const void* send, void* recv,
-                                    uint64_t count, uint32_t dtype,
-                                    uint32_t op) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "all-reduce", count);
-  if (status != ACCEL_OK) return status;
-  accel_mpi_engine_t* e = c->engine;
-  MPI_Request request;
-  int rc;
-  const void* from = send == recv ? MPI_IN_PLACE : send;
-  ACCEL_MPI_START(c, MPI_Iallreduce(from, recv, (int)count,
-                                    accel_mpi_type(e, dtype),
-                                    accel_mpi_op(e, dtype, op), c->comm,
-                                    &request));
-  return accel_mpi_finish(c, "all-reduce", rc, &request);
-}
-
-accel_status_t accel_mpi_broadcast(void* comm, void* buffer, uint64_t count,
-                                   uint32_t dtype, int32_t root) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "broadcast", count);
-  if (status != ACCEL_OK) return status;
-  MPI_Request request;
-  int rc;
-  ACCEL_MPI_START(c, MPI_Ibcast(buffer, (int)count,
-                                accel_mpi_type(c->engine, dtype), root,
-                                c->comm, &request));
-  return accel_mpi_finish(c, "broadcast", rc, &request);
-}
-
-accel_status_t accel_mpi_reduce(void* comm, const void* send, void* recv,
-                                uint64_t count, uint32_t dtype, uint32_t op,
-                                int32_t root) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "reduce", count);
-  if (status != ACCEL_OK) return status;
-  accel_mpi_engine_t* e = c->engine;
-  MPI_Request request;
-  int rc;
-  const void* from = (send == recv && c->rank == root) ? MPI_IN_PLACE : send;
-  ACCEL_MPI_START(c, MPI_Ireduce(from, recv, (int)count,
-                                 accel_mpi_type(e, dtype),
-                                 accel_mpi_op(e, dtype, op), root, c->comm,
-                                 &request));
-  return accel_mpi_finish(c, "reduce", rc, &request);
-}
-
-accel_status_t accel_mpi_all_gather(void* comm, const void* send, void* recv,
-                                    uint64_t count, uint32_t dtype) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "all-gather", count);
-  if (status != ACCEL_OK) return status;
-  MPI_Datatype type = accel_mpi_type(c->engine, dtype);
-  MPI_Request request;
-  int rc;
-  ACCEL_MPI_START(c, MPI_Iallgather(send, (int)count, type, recv, (int)count,
-                                    type, c->comm, &request));
-  return accel_mpi_finish(c, "all-gather", rc, &request);
-}
-
-accel_status_t accel_mpi_reduce_scatter(void* comm, const void* send,
-                                        void* recv, uint64_t count,
-                                        uint32_t dtype, uint32_t op) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "reduce-scatter", count);
-  if (status != ACCEL_OK) return status;
-  accel_mpi_engine_t* e = c->engine;
-  MPI_Request request;
-  int rc;
-  ACCEL_MPI_START(c, MPI_Ireduce_scatter_block(
-                         send, recv, (int)count, accel_mpi_type(e, dtype),
-                         accel_mpi_op(e, dtype, op), c->comm, &request));
-  return accel_mpi_finish(c, "reduce-scatter", rc, &request);
-}
-
-accel_status_t accel_mpi_all_to_all(void* comm, const void* send, void* recv,
-                                    uint64_t count, uint32_t dtype) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "all-to-all", count);
-  if (status != ACCEL_OK) return status;
-  MPI_Datatype type = accel_mpi_type(c->engine, dtype);
-  MPI_Request request;
-  int rc;
-  ACCEL_MPI_START(c, MPI_Ialltoall(send, (int)count, type, recv, (int)count,
-                                   type, c->comm, &request));
-  return accel_mpi_finish(c, "all-to-all", rc, &request);
+static const char* accel_mpi_call_name(uint32_t kind) {
+  static const char* const names[] = {
+      "all-reduce", "broadcast",  "reduce", "all-gather",
+      "reduce-scatter", "all-to-all", "send", "recv"};
+  return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "call";
 }
 
 // Point-to-point messages of accel use one tag, so they pair in order.
 #define ACCEL_MPI_TAG 0x6acc
 
+// libnbc's all-reduce algorithm for a call of `bytes` (1 ring, 3
+// reduce-scatter then all-gather), or -1 to leave libnbc's own choice.
+// libnbc picks a binomial tree below 4 ranks and for every in-place call,
+// which moves the whole buffer through one rank: on 2 ranks the ring
+// takes about 0.65 of its time from 64 KiB up (docs/performance.md), and
+// an in-place call deserves the algorithm the same call out of place gets.
+// (MPI's blocking MPI_Allreduce picks among coll/tuned's algorithms.)
+static int accel_mpi_allreduce_algorithm(const accel_mpi_comm_t* c,
+                                         uint64_t bytes, bool in_place) {
+  if (!c->engine->tune || bytes < 65536) return -1;
+  if (c->size == 2) return 1;
+  if (c->size >= 4 && in_place) return 3;
+  return -1;
+}
+
+// Starts `call` as its non-blocking MPI form; returns the MPI result.
+static int accel_mpi_issue(accel_mpi_comm_t* c,
+                           const accel_comm_engine_call_t* call,
+                           MPI_Request* request) {
+  accel_mpi_engine_t* e = c->engine;
+  int n = (int)call->count;
+  MPI_Datatype type = accel_mpi_type(e, call->dtype);
+  MPI_Op op = accel_mpi_op(e, call->dtype, call->op);
+  const void* from = call->send;
+  switch (call->kind) {
+    case ACCEL_COMM_ENGINE_ALL_REDUCE: {
+      bool in_place = from == call->recv;
+      if (in_place) from = MPI_IN_PLACE;
+      int size =
+          call->dtype == ACCEL_DTYPE_F16 || call->dtype == ACCEL_DTYPE_BF16 ? 2
+                                                                          : 4;
+      int algorithm = accel_mpi_allreduce_algorithm(
+          c, call->count * (uint64_t)size, in_place);
+      // libnbc reads the variable when the call starts; restore it so the
+      // application's own calls keep their algorithm.
+      if (algorithm >= 0) {
+        e->mpi.MPI_T_cvar_write(e->allreduce_algorithm, &algorithm);
+      }
+      int rc = e->mpi.MPI_Iallreduce(from, call->recv, n, type, op, c->comm,
+                                     request);
+      if (algorithm >= 0) {
+        e->mpi.MPI_T_cvar_write(e->allreduce_algorithm, &e->allreduce_default);
+      }
+      return rc;
+    }
+    case ACCEL_COMM_ENGINE_BROADCAST:
+      return e->mpi.MPI_Ibcast(call->recv, n, type, call->peer, c->comm,
+                               request);
+    case ACCEL_COMM_ENGINE_REDUCE:
+      if (from == call->recv && c->rank == call->peer) from = MPI_IN_PLACE;
+      return e->mpi.MPI_Ireduce(from, call->recv, n, type, op, call->peer,
+                                c->comm, request);
+    case ACCEL_COMM_ENGINE_ALL_GATHER:
+      return e->mpi.MPI_Iallgather(from, n, type, call->recv, n, type,
+                                   c->comm, request);
+    case ACCEL_COMM_ENGINE_REDUCE_SCATTER:
+      return e->mpi.MPI_Ireduce_scatter_block(from, call->recv, n, type, op,
+                                              c->comm, request);
+    case ACCEL_COMM_ENGINE_ALL_TO_ALL:
+      return e->mpi.MPI_Ialltoall(from, n, type, call->recv, n, type, c->comm,
+                                  request);
+    case ACCEL_COMM_ENGINE_SEND:
+      return e->mpi.MPI_Isend(from, n, type, call->peer, ACCEL_MPI_TAG,
+                              c->comm, request);
+    case ACCEL_COMM_ENGINE_RECV:
+      return e->mpi.MPI_Irecv(call->recv, n, type, call->peer, ACCEL_MPI_TAG,
+                              c->comm, request);
+    default:
+      return MPI_ERR_ARG;
+  }
+}
+
+// Checks `call` and starts it.
+static accel_status_t accel_mpi_begin(accel_mpi_comm_t* c,
+                                      const accel_comm_engine_call_t* call,
+                                      MPI_Request* request) {
+  const char* what = accel_mpi_call_name(call->kind);
+  if (call->count > (uint64_t)INT_MAX) {
+    return c->engine->host->fail(
+        c->engine->host, ACCEL_ERROR_UNSUPPORTED,
+        "%s: %llu elements is more than MPI's int count (%d) allows; split "
+        "the call",
+        what, (unsigned long long)call->count, INT_MAX);
+  }
+  accel_mpi_lock(c->engine);
+  int rc = accel_mpi_issue(c, call, request);
+  accel_mpi_unlock(c->engine);
+  return rc == MPI_SUCCESS ? ACCEL_OK : accel_mpi_fail(c, what, rc);
+}
+
+// A blocking entry: starts the call and waits for it.
+static accel_status_t accel_mpi_run(accel_mpi_comm_t* c, uint32_t kind,
+                                    const void* send, void* recv,
+                                    uint64_t count, uint32_t dtype,
+                                    uint32_t op, int32_t peer) {
+  accel_comm_engine_call_t call = {sizeof(call), kind, c, send, recv,
+                                   count, dtype, op, peer, 0, 0};
+  MPI_Request request;
+  accel_status_t status = accel_mpi_begin(c, &call, &request);
+  if (status != ACCEL_OK) return status;
+  return accel_mpi_wait(c, accel_mpi_call_name(kind), &request);
+}
+
+accel_status_t accel_mpi_call_start(void* comm,
+                                    const accel_comm_engine_call_t* call,
+                                    void** out_request) {
+  accel_mpi_comm_t* c = comm;
+  *out_request = NULL;
+  accel_mpi_request_t* r = calloc(1, sizeof(*r));
+  if (r == NULL) {
+    return c->engine->host->fail(c->engine->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                                 "mpi request");
+  }
+  r->comm = c;
+  r->what = accel_mpi_call_name(call->kind);
+  accel_status_t status = accel_mpi_begin(c, call, &r->request);
+  if (status != ACCEL_OK) {
+    free(r);
+    return status;
+  }
+  *out_request = r;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_mpi_request_test(void* request, int32_t* out_done) {
+  accel_mpi_request_t* r = request;
+  accel_mpi_engine_t* e = r->comm->engine;
+  int done = 0;
+  accel_mpi_lock(e);
+  int rc = e->mpi.MPI_Test(&r->request, &done, MPI_STATUS_IGNORE);
+  accel_mpi_unlock(e);
+  *out_done = done != 0;
+  if (rc != MPI_SUCCESS) {
+    accel_status_t status = accel_mpi_fail(r->comm, r->what, rc);
+    free(r);
+    return status;
+  }
+  if (done) free(r);
+  return ACCEL_OK;
+}
+
+void accel_mpi_request_abandon(void* request) {
+  // The MPI request stays with MPI: freeing an active collective request
+  // is erroneous, and the communicator is broken from now on.
+  free(request);
+}
+
+accel_status_t accel_mpi_all_reduce(void* comm, const void* send, void* recv,
+                                    uint64_t count, uint32_t dtype,
+                                    uint32_t op) {
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_ALL_REDUCE, send, recv, count,
+                       dtype, op, -1);
+}
+
+accel_status_t accel_mpi_broadcast(void* comm, void* buffer, uint64_t count,
+                                   uint32_t dtype, int32_t root) {
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_BROADCAST, buffer, buffer,
+                       count, dtype, 0, root);
+}
+
+accel_status_t accel_mpi_reduce(void* comm, const void* send, void* recv,
+                                uint64_t count, uint32_t dtype, uint32_t op,
+                                int32_t root) {
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_REDUCE, send, recv, count,
+                       dtype, op, root);
+}
+
+accel_status_t accel_mpi_all_gather(void* comm, const void* send, void* recv,
+                                    uint64_t count, uint32_t dtype) {
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_ALL_GATHER, send, recv, count,
+                       dtype, 0, -1);
+}
+
+accel_status_t accel_mpi_reduce_scatter(void* comm, const void* send,
+                                        void* recv, uint64_t count,
+                                        uint32_t dtype, uint32_t op) {
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_REDUCE_SCATTER, send, recv,
+                       count, dtype, op, -1);
+}
+
+accel_status_t accel_mpi_all_to_all(void* comm, const void* send, void* recv,
+                                    uint64_t count, uint32_t dtype) {
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_ALL_TO_ALL, send, recv, count,
+                       dtype, 0, -1);
+}
+
 accel_status_t accel_mpi_send(void* comm, const void* buffer, uint64_t count,
                               uint32_t dtype, int32_t peer) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "send", count);
-  if (status != ACCEL_OK) return status;
-  MPI_Request request;
-  int rc;
-  ACCEL_MPI_START(c, MPI_Isend(buffer, (int)count,
-                               accel_mpi_type(c->engine, dtype), peer,
-                               ACCEL_MPI_TAG, c->comm, &request));
-  return accel_mpi_finish(c, "send", rc, &request);
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_SEND, buffer, NULL, count,
+                       dtype, 0, peer);
 }
 
 accel_status_t accel_mpi_recv(void* comm, void* buffer, uint64_t count,
                               uint32_t dtype, int32_t peer) {
-  accel_mpi_comm_t* c = comm;
-  accel_status_t status = accel_mpi_count(c, "recv", count);
-  if (status != ACCEL_OK) return status;
-  MPI_Request request;
-  int rc;
-  ACCEL_MPI_START(c, MPI_Irecv(buffer, (int)count,
-                               accel_mpi_type(c->engine, dtype), peer,
-                               ACCEL_MPI_TAG, c->comm, &request));
-  return accel_mpi_finish(c, "recv", rc, &request);
+  return accel_mpi_run(comm, ACCEL_COMM_ENGINE_RECV, NULL, buffer, count,
+                       dtype, 0, peer);
 }

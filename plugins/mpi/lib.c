@@ -34,6 +34,11 @@ static bool accel_mpi_resolve(accel_mpi_engine_t* e) {
   memcpy(&e->mpi.name, &sym, sizeof(sym));
   ACCEL_MPI_FUNCS(ACCEL_MPI_RESOLVE)
 #undef ACCEL_MPI_RESOLVE
+#define ACCEL_MPI_RESOLVE_OPTIONAL(name) \
+  sym = dlsym(e->dl, #name);             \
+  memcpy(&e->mpi.name, &sym, sizeof(sym));
+  ACCEL_MPI_OPTIONAL_FUNCS(ACCEL_MPI_RESOLVE_OPTIONAL)
+#undef ACCEL_MPI_RESOLVE_OPTIONAL
   // Predefined handles are data. A program linked against libmpi that
   // uses them holds copy-relocated copies, and libmpi itself uses those
   // copies; the library's own definitions are then stale. The global
@@ -82,7 +87,44 @@ static accel_status_t accel_mpi_init(accel_mpi_engine_t* e) {
     return accel_mpi_unavailable(e, "%s",
                                  "cannot create the f16/bf16 reduction ops");
   }
+  accel_mpi_tune_start(e);
   return ACCEL_OK;
+}
+
+void accel_mpi_tune_start(accel_mpi_engine_t* e) {
+  const char* user =
+      e->host->getenv(e->host, "OMPI_MCA_coll_libnbc_iallreduce_algorithm");
+  accel_mpi_lib_t* m = &e->mpi;
+  if ((user != NULL && user[0] != '\0') || m->MPI_T_init_thread == NULL ||
+      m->MPI_T_finalize == NULL || m->MPI_T_cvar_get_index == NULL ||
+      m->MPI_T_cvar_handle_alloc == NULL || m->MPI_T_cvar_handle_free == NULL ||
+      m->MPI_T_cvar_read == NULL || m->MPI_T_cvar_write == NULL) {
+    return;
+  }
+  int provided = 0, index = -1, count = 0;
+  if (m->MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    return;
+  }
+  if (m->MPI_T_cvar_get_index("coll_libnbc_iallreduce_algorithm", &index) ==
+          MPI_SUCCESS &&
+      m->MPI_T_cvar_handle_alloc(index, NULL, &e->allreduce_algorithm,
+                                 &count) == MPI_SUCCESS) {
+    if (count == 1 && m->MPI_T_cvar_read(e->allreduce_algorithm,
+                                         &e->allreduce_default) ==
+                          MPI_SUCCESS) {
+      e->tune = true;
+      return;
+    }
+    m->MPI_T_cvar_handle_free(&e->allreduce_algorithm);
+  }
+  m->MPI_T_finalize();
+}
+
+void accel_mpi_tune_stop(accel_mpi_engine_t* e) {
+  if (!e->tune) return;
+  e->tune = false;
+  e->mpi.MPI_T_cvar_handle_free(&e->allreduce_algorithm);
+  e->mpi.MPI_T_finalize();
 }
 
 accel_status_t accel_mpi_start(accel_mpi_engine_t* e) {
@@ -112,6 +154,7 @@ accel_status_t accel_mpi_start(accel_mpi_engine_t* e) {
 void accel_mpi_stop(accel_mpi_engine_t* e) {
   if (e->dl == NULL) return;
   if (e->status == ACCEL_OK) {
+    accel_mpi_tune_stop(e);
     accel_mpi_half_ops_free(e);
     int finalised = 1;
     e->mpi.MPI_Finalized(&finalised);

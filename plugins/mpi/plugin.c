@@ -52,6 +52,9 @@ static const accel_comm_engine_t accel_mpi_engine = {
     .all_to_all = accel_mpi_all_to_all,
     .send = accel_mpi_send,
     .recv = accel_mpi_recv,
+    .call_start = accel_mpi_call_start,
+    .request_test = accel_mpi_request_test,
+    .request_abandon = accel_mpi_request_abandon,
 };
 
 ACCEL_PLUGIN_EXPORT const accel_comm_engine_t* accel_comm_engine_entry(

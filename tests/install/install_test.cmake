@@ -166,6 +166,7 @@ if(STEP STREQUAL "tree")
 
   # Headers, plugins, package files.
   require_file("${prefix}/${INCLUDEDIR}/accel/accel.h")
+  require_file("${prefix}/${INCLUDEDIR}/accel/comm.h")
   require_file("${prefix}/${INCLUDEDIR}/accel/plugin.h")
   require_file("${plugindir}/libaccel-cpu.so")
   foreach(file accelConfig.cmake accelConfigVersion.cmake accelTargets.cmake)

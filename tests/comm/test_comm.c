@@ -1,14 +1,24 @@
 // SPDX-License-Identifier: MIT
 //
-// Collectives on the MPI engine, run by mpirun with several ranks (see
-// CMakeLists.txt): every collective and dtype against a reference the
-// test computes itself, in place and at offsets, split communicators,
-// point to point, argument checks, and the staged path (a device whose
-// memory the host cannot address, or ACCEL_COMM_STAGING=always).
+// Collectives on an engine, run with several ranks by mpirun or by
+// launch.sh (the rendezvous environment; see CMakeLists.txt): every
+// collective and dtype against a reference the test computes itself, in
+// place and at offsets, split communicators, point to point, groups (a
+// ring of sends and receives that only completes as one group), argument
+// checks, and the staged path (a device whose memory the host cannot
+// address, or ACCEL_COMM_STAGING=always).
+//
+// COMM_TEST_DEVICE names the device (default cpu:0) and COMM_TEST_ENGINE
+// the engine expected (default mpi); the communicator serves that device.
 //
 // With the argument "die", rank 1 exits in the middle and every other rank
-// must see its next collective fail with ACCEL_ERROR_TIMEOUT within the
-// communicator's timeout, and the communicator refuse later calls.
+// must see its next collective fail (ACCEL_ERROR_TIMEOUT within the
+// communicator's timeout, or ACCEL_ERROR_DEVICE_LOST when the engine sees
+// the peer go), and the communicator refuse later calls. With "stall",
+// rank 1 stops calling instead, past the others' timeout. With "missing",
+// the launcher left one rank out: accel_comm_create must fail within the
+// timeout, naming it. With "refused", the MPI engine, started without
+// mpirun or ompi-server, must refuse at once and say why.
 #include <accel/accel.h>
 #include <accel/plugin_dtype.h>
 #include <stdio.h>
@@ -129,9 +139,9 @@ static unsigned char* fetch(fixture_t* f, accel_buffer_t* b, size_t off,
   return host;
 }
 
-static void test_all_reduce(fixture_t* f, accel_dtype_t t,
-                            accel_reduce_op_t op, bool in_place) {
-  size_t n = 1000, off = 12;
+static void test_all_reduce_n(fixture_t* f, accel_dtype_t t,
+                              accel_reduce_op_t op, bool in_place, size_t n) {
+  size_t off = 12;
   accel_buffer_t* send = make(f, t, n, off, rank_, op, 0);
   accel_buffer_t* recv = in_place ? send : make(f, t, n, 0, 0, op, 0);
   size_t roff = in_place ? off : 0;
@@ -150,6 +160,11 @@ static void test_all_reduce(fixture_t* f, accel_dtype_t t,
   free(out);
   if (!in_place) accel_buffer_release(recv);
   accel_buffer_release(send);
+}
+
+static void test_all_reduce(fixture_t* f, accel_dtype_t t,
+                            accel_reduce_op_t op, bool in_place) {
+  test_all_reduce_n(f, t, op, in_place, 1000);
 }
 
 static void test_gathers(fixture_t* f, accel_dtype_t t) {
@@ -264,6 +279,89 @@ static void test_point_to_point(fixture_t* f) {
   accel_buffer_release(got);
 }
 
+// A ring in one group: every rank first receives from the previous rank,
+// then sends to the next, 1 MiB each way (past every engine's eager
+// limit). Run one call at a time this waits for ever; in a group the
+// engine starts both together.
+static void test_group_ring(fixture_t* f) {
+  size_t n = (size_t)1 << 18;
+  accel_dtype_t t = ACCEL_DTYPE_I32;
+  int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+  accel_buffer_t* mine = make(f, t, n, 0, rank_, ACCEL_REDUCE_SUM, 0);
+  accel_buffer_t* got = make(f, t, n, 0, 0, ACCEL_REDUCE_SUM, 1);
+  OK(accel_comm_group_start());
+  OK(accel_comm_recv(f->comm, f->stream, got, 0, n, t, prev));
+  OK(accel_comm_send(f->comm, f->stream, mine, 0, n, t, next));
+  OK(accel_comm_group_end());
+  unsigned char* out = fetch(f, got, 0, n * 4);
+  for (size_t i = 0; i < n; i++) {
+    if (get(out, t, i) != input(prev, i, ACCEL_REDUCE_SUM)) {
+      CHECK(false, "group ring: recv from %d [%zu]", prev, i);
+      break;
+    }
+  }
+  free(out);
+  accel_buffer_release(mine);
+  accel_buffer_release(got);
+}
+
+// A nested group of two all-reduces and an all-to-all; a bad call inside
+// a group fails at once and leaves the group going; an end without a
+// start is refused.
+static void test_group_collectives(fixture_t* f) {
+  size_t n = 500;
+  accel_dtype_t t = ACCEL_DTYPE_F32;
+  accel_reduce_op_t sum = ACCEL_REDUCE_SUM, max = ACCEL_REDUCE_MAX;
+  accel_buffer_t* a = make(f, t, n, 0, rank_, sum, 0);
+  accel_buffer_t* b = make(f, t, n, 0, rank_, max, 0);
+  size_t all = n * (size_t)size_;
+  accel_buffer_t* x = make(f, t, all, 0, rank_, sum, 0);
+  accel_buffer_t* y = make(f, t, all, 0, 0, sum, 0);
+  OK(accel_comm_group_start());
+  OK(accel_comm_all_reduce(f->comm, f->stream, a, 0, a, 0, n, t, sum));
+  OK(accel_comm_group_start());
+  OK(accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, n, t, max));
+  OK(accel_comm_group_end());  // inner: nothing runs yet
+  accel_status_t s = accel_comm_all_reduce(f->comm, f->stream, a, 0, a, 0,
+                                           2 * n, t, sum);  // past the end
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT,
+        "a bad call inside a group fails at once: %s",
+        accel_status_string(s));
+  OK(accel_comm_all_to_all(f->comm, f->stream, x, 0, y, 0, n, t));
+  OK(accel_comm_group_end());
+  unsigned char* out = fetch(f, a, 0, n * 4);
+  unsigned char* out2 = fetch(f, b, 0, n * 4);
+  unsigned char* out3 = fetch(f, y, 0, all * 4);
+  for (size_t i = 0; i < n; i++) {
+    if (get(out, t, i) != reduce_ref(i, sum) ||
+        get(out2, t, i) != reduce_ref(i, max)) {
+      CHECK(false, "grouped all_reduce [%zu]: %g %g", i, get(out, t, i),
+            get(out2, t, i));
+      break;
+    }
+  }
+  for (size_t i = 0; i < all; i++) {
+    double want = input((int)(i / n), (size_t)rank_ * n + i % n, sum);
+    if (get(out3, t, i) != want) {
+      CHECK(false, "grouped all_to_all [%zu]", i);
+      break;
+    }
+  }
+  free(out);
+  free(out2);
+  free(out3);
+  s = accel_comm_group_end();
+  CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT && strstr(accel_last_error(),
+                                                    "without"),
+        "group_end without start: %s", accel_last_error());
+  OK(accel_comm_group_start());  // an empty group
+  OK(accel_comm_group_end());
+  accel_buffer_release(a);
+  accel_buffer_release(b);
+  accel_buffer_release(x);
+  accel_buffer_release(y);
+}
+
 static void test_split(fixture_t* f) {
   accel_comm_t* half = NULL;
   OK(accel_comm_split(f->comm, rank_ % 2, -rank_, &half));
@@ -309,6 +407,21 @@ static void test_bad_arguments(fixture_t* f) {
   s = accel_comm_all_reduce(NULL, f->stream, b, 0, b, 0, 1, ACCEL_DTYPE_F32,
                             ACCEL_REDUCE_SUM);
   CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT, "NULL comm");
+  const char* engine = getenv("COMM_TEST_ENGINE");
+  accel_device_t* cpu = NULL;
+  accel_stream_t* other = NULL;
+  if (engine != NULL && strcmp(engine, "mpi") != 0 &&
+      accel_device_open("cpu:0", &cpu) == ACCEL_OK &&
+      accel_stream_create(cpu, 0, &other) == ACCEL_OK) {
+    // A device-bound engine takes its own device's streams only.
+    s = accel_comm_all_reduce(f->comm, other, b, 0, b, 0, 1, ACCEL_DTYPE_F32,
+                              ACCEL_REDUCE_SUM);
+    CHECK(s == ACCEL_ERROR_INVALID_ARGUMENT &&
+              strstr(accel_last_error(), "serves"),
+          "a stream of another device: %s", accel_last_error());
+  }
+  accel_stream_release(other);
+  accel_device_release(cpu);
   accel_buffer_release(b);
 }
 
@@ -345,13 +458,22 @@ static void test_hosts(fixture_t* f, int expect) {
   accel_buffer_release(all);
 }
 
-// Rank 1 leaves; everyone else must time out, then find the communicator
-// broken.
-static int run_die(fixture_t* f) {
+// Rank 1 leaves (or, with `stall`, stops calling); everyone else must
+// fail within the timeout (or as soon as the engine sees the peer gone),
+// then find the communicator broken and the stream usable.
+static int run_die(fixture_t* f, bool stall) {
   accel_buffer_t* b = NULL;
   OK(accel_buffer_create(f->dev, 4, &b));
+  OK(accel_buffer_fill(b, 0, 0, 4));
   OK(accel_comm_all_reduce(f->comm, f->stream, b, 0, b, 0, 1, ACCEL_DTYPE_F32,
                            ACCEL_REDUCE_SUM));
+  OK(accel_stream_synchronize(f->stream));
+  if (rank_ == 1 && stall) {
+    // Alive but silent past the others' timeout, then gone.
+    const char* limit = getenv("ACCEL_COMM_TIMEOUT");
+    sleep((unsigned)(limit != NULL ? atoi(limit) : 1) + 3);
+    _exit(0);
+  }
   if (rank_ == 1) _exit(0);  // dies mid-job, without MPI_Finalize
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -360,24 +482,46 @@ static int run_die(fixture_t* f) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double waited = (double)(t1.tv_sec - t0.tv_sec) +
                   1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  CHECK(s == ACCEL_ERROR_TIMEOUT, "after a peer died: %s: %s",
-        accel_status_string(s), accel_last_error());
+  CHECK(s == ACCEL_ERROR_TIMEOUT || s == ACCEL_ERROR_DEVICE_LOST,
+        "after a peer died: %s: %s", accel_status_string(s),
+        accel_last_error());
   CHECK(strstr(accel_last_error(), "rank") != NULL &&
             strstr(accel_last_error(), "all_reduce") != NULL,
         "the message names the call and the rank: %s", accel_last_error());
   CHECK(waited < 30, "gave up after %.1f s", waited);
+  accel_status_t first = s;
   s = accel_comm_broadcast(f->comm, f->stream, b, 0, 1, ACCEL_DTYPE_F32, 0);
-  CHECK(s == ACCEL_ERROR_TIMEOUT && strstr(accel_last_error(), "broken"),
+  CHECK(s == first && strstr(accel_last_error(), "broken"),
         "a broken communicator refuses later calls: %s", accel_last_error());
+  // The stream still works: an aborted collective does not hold it.
+  OK(accel_buffer_fill(b, 0, 0, 4));
+  OK(accel_stream_synchronize(f->stream));
   printf("rank %d: peer loss reported after %.1f s: %s\n", rank_, waited,
          accel_last_error());
   accel_buffer_release(b);
   return failures == 0 ? 0 : 1;
 }
 
+// The launcher left rank `size - 1` out: creating the communicator must
+// fail within the timeout with a message naming that rank.
+static int run_missing(accel_status_t s) {
+  const char* rank = getenv("ACCEL_COMM_RANK");
+  const char* size = getenv("ACCEL_COMM_SIZE");
+  int n = size != NULL ? atoi(size) : 0;
+  char want[64];
+  snprintf(want, sizeof(want), "rank %d of %d", n - 1, n);
+  CHECK(s == ACCEL_ERROR_TIMEOUT && strstr(accel_last_error(), want),
+        "rank %s: a missing rank: %s: %s (want '%s')",
+        rank != NULL ? rank : "?", accel_status_string(s),
+        accel_last_error(), want);
+  printf("rank %s: %s\n", rank != NULL ? rank : "?", accel_last_error());
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
-  bool die = argc > 1 && strcmp(argv[1], "die") == 0;
+  const char* mode = argc > 1 ? argv[1] : "";
   const char* device = getenv("COMM_TEST_DEVICE");
+  const char* engine = getenv("COMM_TEST_ENGINE");
   fixture_t f = {0};
   accel_status_t s = accel_device_open(device != NULL ? device : "cpu:0",
                                        &f.dev);
@@ -386,20 +530,50 @@ int main(int argc, char** argv) {
     return 77;
   }
   OK(accel_stream_create(f.dev, 0, &f.stream));
-  s = accel_comm_create(NULL, &f.comm);
+  accel_comm_options_t options;
+  accel_comm_options_init(&options);
+  options.engine = engine;
+  options.device = f.dev;
+  s = accel_comm_create(&options, &f.comm);
+  if (strcmp(mode, "missing") == 0) return run_missing(s);
+  if (strcmp(mode, "refused") == 0) {
+    // MPI, started without mpirun and without an ompi-server.
+    CHECK(s == ACCEL_ERROR_UNSUPPORTED &&
+              strstr(accel_last_error(), "ompi-server") != NULL,
+          "without mpirun or ompi-server: %s: %s", accel_status_string(s),
+          accel_last_error());
+    printf("%s\n", accel_last_error());
+    accel_comm_release(f.comm);
+    return failures == 0 ? 0 : 1;
+  }
   if (s == ACCEL_ERROR_UNAVAILABLE || s == ACCEL_ERROR_NOT_FOUND) {
     fprintf(stderr, "skip: %s\n", accel_last_error());
     return 77;
   }
   OK(s);
   if (f.comm == NULL) return 1;
+  accel_buffer_t* probe = NULL;
+  uint64_t address = 0;
+  if (engine != NULL && strcmp(engine, "mpi") != 0 &&
+      accel_buffer_create(f.dev, 64, &probe) == ACCEL_OK &&
+      accel_buffer_query_address(probe, 0, &address) ==
+          ACCEL_ERROR_UNSUPPORTED) {
+    // A device plugin older than plugin ABI 1.3 gives no device addresses,
+    // which NCCL and RCCL need.
+    fprintf(stderr, "skip: %s\n", accel_last_error());
+    accel_buffer_release(probe);
+    accel_comm_release(f.comm);
+    return 77;
+  }
+  accel_buffer_release(probe);
   rank_ = accel_comm_rank(f.comm);
   size_ = accel_comm_size(f.comm);
-  CHECK(strcmp(accel_comm_engine(f.comm), "mpi") == 0, "engine %s",
-        accel_comm_engine(f.comm));
+  const char* want = engine != NULL ? engine : "mpi";
+  CHECK(strcmp(accel_comm_engine(f.comm), want) == 0, "engine %s, want %s",
+        accel_comm_engine(f.comm), want);
   int rc = 0;
-  if (die) {
-    rc = run_die(&f);
+  if (strcmp(mode, "die") == 0 || strcmp(mode, "stall") == 0) {
+    rc = run_die(&f, strcmp(mode, "stall") == 0);
   } else {
     for (size_t t = 0; t < sizeof(dtypes) / sizeof(dtypes[0]); t++) {
       for (int op = 0; op < 4; op++) {
@@ -409,13 +583,20 @@ int main(int argc, char** argv) {
       test_gathers(&f, dtypes[t]);
       test_rooted(&f, dtypes[t]);
     }
+    // Large enough for the engines' large-message algorithms (MPI: the
+    // ring or reduce-scatter/all-gather it asks libnbc for).
+    test_all_reduce_n(&f, ACCEL_DTYPE_F32, ACCEL_REDUCE_SUM, true, 100000);
+    test_all_reduce_n(&f, ACCEL_DTYPE_F32, ACCEL_REDUCE_MAX, false, 100000);
+    test_all_reduce_n(&f, ACCEL_DTYPE_BF16, ACCEL_REDUCE_SUM, true, 100000);
     test_point_to_point(&f);
+    test_group_ring(&f);
+    test_group_collectives(&f);
     test_split(&f);
     test_bad_arguments(&f);
     const char* hosts = getenv("COMM_TEST_EXPECT_HOSTS");
     if (hosts != NULL) test_hosts(&f, atoi(hosts));
-    printf("rank %d of %d on %s: %d failure(s)\n", rank_, size_,
-           accel_device_uri(f.dev), failures);
+    printf("rank %d of %d on %s (%s): %d failure(s)\n", rank_, size_,
+           accel_device_uri(f.dev), accel_comm_engine(f.comm), failures);
     rc = failures == 0 ? 0 : 1;
   }
   accel_comm_release(f.comm);
