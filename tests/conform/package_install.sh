@@ -11,8 +11,9 @@
 # `pkg-config accel` against accel-dev must run, and so must
 # `import accel` in /usr/bin/python3. Every accel
 # package is removed again (dpkg --purge, then ldconfig) however it ends,
-# so the machine is left as it was. Needs root, dpkg and no accel package
-# installed beforehand (it refuses to touch an existing install).
+# so the machine is left as it was. Needs root (or sudo without a
+# password), dpkg and no accel package installed beforehand (it refuses to
+# touch an existing install).
 #   package_install.sh BUILD_DIR WORK_DIR
 # .ci/run runs it as its last stage, `packages`, on the main build.
 set -uo pipefail
@@ -21,9 +22,13 @@ build=${1:?usage: package_install.sh BUILD_DIR WORK_DIR}
 work=${2:?usage: package_install.sh BUILD_DIR WORK_DIR}
 build=$(cd "$build" && pwd)
 
+sudo=()
 if [ "$(id -u)" -ne 0 ]; then
-  echo "packages: needs root (dpkg -i)"
-  exit 1
+  if ! command -v sudo > /dev/null || ! sudo -n true 2> /dev/null; then
+    echo "packages: needs root, or sudo without a password (dpkg -i)"
+    exit 1
+  fi
+  sudo=(sudo -n)
 fi
 if ! command -v dpkg > /dev/null || ! command -v cpack > /dev/null; then
   echo "packages: needs dpkg and cpack"
@@ -63,9 +68,9 @@ echo "packages: built in $((SECONDS - start))s: ${names[*]}"
 # From here on the machine is changed: undo it however the script ends.
 remove() {
   local rc=$?
-  dpkg --purge "${names[@]}" > "$work/purge.log" 2>&1 ||
+  "${sudo[@]}" dpkg --purge "${names[@]}" > "$work/purge.log" 2>&1 ||
     { cat "$work/purge.log"; rc=1; }
-  ldconfig
+  "${sudo[@]}" ldconfig
   local left
   left=$(dpkg-query -W -f '${Package} ${Status}\n' 'accel' 'accel-*' \
     2> /dev/null | grep -v 'not-installed' || true)
@@ -80,9 +85,9 @@ remove() {
 }
 trap remove EXIT
 
-dpkg -i "${debs[@]}" > "$work/install.log" 2>&1 ||
+"${sudo[@]}" dpkg -i "${debs[@]}" > "$work/install.log" 2>&1 ||
   { cat "$work/install.log"; exit 1; }
-ldconfig
+"${sudo[@]}" ldconfig
 echo "packages: installed"
 dpkg-query -W -f '  ${Package} ${Version} ${Installed-Size} KiB\n' "${names[@]}"
 
