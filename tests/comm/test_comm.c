@@ -493,9 +493,10 @@ static int run_die(fixture_t* f, bool stall) {
   s = accel_comm_broadcast(f->comm, f->stream, b, 0, 1, ACCEL_DTYPE_F32, 0);
   CHECK(s == first && strstr(accel_last_error(), "broken"),
         "a broken communicator refuses later calls: %s", accel_last_error());
-  // The stream still works: an aborted collective does not hold it.
-  OK(accel_buffer_fill(b, 0, 0, 4));
+  // The stream still works: an aborted collective does not hold it. (The
+  // buffer is the stream's again once the stream is synchronised.)
   OK(accel_stream_synchronize(f->stream));
+  OK(accel_buffer_fill(b, 0, 0, 4));
   printf("rank %d: peer loss reported after %.1f s: %s\n", rank_, waited,
          accel_last_error());
   accel_buffer_release(b);
