@@ -91,6 +91,20 @@ static void accel__dl_delete_versioned(accel__dl_versioned_t* self) {
   free(self);
 }
 
+// The DLPack id of a GPU device: the driver's ordinal (CUdevice,
+// hipDevice_t), which is what other frameworks call the device, and which
+// differs from accel's index when ACCEL_VISIBLE_DEVICES reorders devices;
+// accel's index for a plugin that does not say (built before ABI 1.4).
+static int32_t accel__dl_ordinal(const accel_device_t* device) {
+  uint64_t ordinal = 0;
+  if (device->ops->native_handle(device->impl, ACCEL_PLUGIN_NATIVE_DEVICE, NULL,
+                                 &ordinal) == ACCEL_OK &&
+      ordinal <= INT32_MAX) {
+    return (int32_t)ordinal;
+  }
+  return (int32_t)device->index;
+}
+
 accel_status_t accel_dlpack_device(const accel_device_t* device,
                                    int32_t* out_type, int32_t* out_id) {
   if (out_type != NULL) *out_type = 0;
@@ -105,10 +119,10 @@ accel_status_t accel_dlpack_device(const accel_device_t* device,
     *out_type = ACCEL__DL_CPU;  // one host address space: id 0 always
   } else if (strcmp(backend, "cuda") == 0) {
     *out_type = ACCEL__DL_CUDA;
-    *out_id = (int32_t)accel_device_index(device);
+    *out_id = accel__dl_ordinal(device);
   } else if (strcmp(backend, "rocm") == 0) {
     *out_type = ACCEL__DL_ROCM;
-    *out_id = (int32_t)accel_device_index(device);
+    *out_id = accel__dl_ordinal(device);
   } else {
     return accel__fail(ACCEL_ERROR_UNSUPPORTED,
                        "accel_dlpack_device: %s has no DLPack device type "
@@ -316,20 +330,44 @@ static bool accel__dl_compact(const accel__dl_tensor_t* t) {
   return true;
 }
 
+// Whether `device` is DLPack device `d` (a GPU's type and ordinal).
+static bool accel__dl_is(accel_device_t* device, accel__dl_device_t d) {
+  int32_t type = 0, id = 0;
+  return accel_dlpack_device(device, &type, &id) == ACCEL_OK &&
+         type == d.device_type && id == d.device_id;
+}
+
+// When ACCEL_VISIBLE_DEVICES reorders a backend's devices, "cuda:N" is not
+// the driver's ordinal N: the device among `backend`'s that is, opened, or
+// NULL.
+static accel_device_t* accel__dl_find(const char* backend,
+                                      accel__dl_device_t d) {
+  for (uint32_t i = 0; i < ACCEL__MAX_PLUGIN_DEVICES; i++) {
+    char uri[64];
+    accel_device_t* device = NULL;
+    snprintf(uri, sizeof(uri), "%s:%u", backend, (unsigned)i);
+    if (accel_device_open(uri, &device) != ACCEL_OK) return NULL;
+    if (accel__dl_is(device, d)) return device;
+    accel_device_release(device);
+  }
+  return NULL;
+}
+
 // The accel device that holds memory of DLPack device `d`, opened.
 static accel_status_t accel__dl_open(const char* what, accel__dl_device_t d,
                                      accel_device_t** out_device) {
   char uri[64];
+  const char* backend = NULL;
   switch (d.device_type) {
     case ACCEL__DL_CPU:
     case ACCEL__DL_CUDA_HOST:
       snprintf(uri, sizeof(uri), "cpu:0");
       break;
     case ACCEL__DL_CUDA:
-      snprintf(uri, sizeof(uri), "cuda:%d", (int)d.device_id);
+      backend = "cuda";
       break;
     case ACCEL__DL_ROCM:
-      snprintf(uri, sizeof(uri), "rocm:%d", (int)d.device_id);
+      backend = "rocm";
       break;
     default:
       return accel__fail(ACCEL_ERROR_UNSUPPORTED,
@@ -337,10 +375,22 @@ static accel_status_t accel__dl_open(const char* what, accel__dl_device_t d,
                          "can address (cpu 1, cuda 2, cuda-host 3, rocm 10)",
                          what, (int)d.device_type, (int)d.device_id);
   }
+  if (backend != NULL) {
+    snprintf(uri, sizeof(uri), "%s:%d", backend, (int)d.device_id);
+  }
   accel_status_t status = accel_device_open(uri, out_device);
+  char reason[512];
+  snprintf(reason, sizeof(reason), "%s", accel_last_error());
+  if (backend != NULL &&
+      (status != ACCEL_OK || !accel__dl_is(*out_device, d))) {
+    accel_device_t* found = accel__dl_find(backend, d);
+    if (found != NULL) {
+      accel_device_release(*out_device);
+      *out_device = found;
+      return ACCEL_OK;
+    }
+  }
   if (status != ACCEL_OK) {
-    char reason[512];
-    snprintf(reason, sizeof(reason), "%s", accel_last_error());
     return accel__fail(status, "%s: DLPack device %s: %s", what, uri, reason);
   }
   return ACCEL_OK;

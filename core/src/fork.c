@@ -96,6 +96,9 @@ ACCEL__VOID_STUB(mem_unwrap, (void* d, void* m))
 ACCEL__STUB(op_rng, (void* d, void* s, void* x, uint64_t o, uint32_t t,
                      uint64_t n, uint32_t k, uint64_t seed, uint64_t off,
                      double a, double b))
+ACCEL__STUB(native_handle, (void* d, uint32_t k, void* o, uint64_t* h))
+ACCEL__STUB(host_register, (void* d, void* p, size_t n))
+ACCEL__VOID_STUB(host_unregister, (void* d, void* p))
 ACCEL__VOID_STUB(device_close, (void* d))
 #pragma GCC diagnostic pop
 
@@ -129,6 +132,8 @@ static void accel__plugin_forked(accel__plugin_t* plugin) {
   ACCEL__SET(o, op_gemm_workspace), ACCEL__SET(o, mem_address);
   ACCEL__SET(o, mem_wrap), ACCEL__SET(o, mem_unwrap);
   ACCEL__SET(o, op_rng);
+  ACCEL__SET(o, native_handle), ACCEL__SET(o, host_register);
+  ACCEL__SET(o, host_unregister);
   ACCEL__SET(&plugin->desc, device_close);
 }
 

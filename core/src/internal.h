@@ -30,6 +30,12 @@ accel_status_t accel__fail(accel_status_t status, const char* format, ...)
     ACCEL__PRINTF(2, 3);
 accel_status_t accel__vfail(accel_status_t status, const char* format,
                             va_list args);
+// Re-fails a plugin's failure of `what` on `device` with the plugin's
+// message (the thread's last error) as "<what> on <uri>: <message>", or
+// "<what>: <message>" when the message already starts with the device's
+// name (interop.c). Returns `status`.
+accel_status_t accel__fail_plugin(accel_status_t status, const char* what,
+                                  const accel_device_t* device);
 
 // Logs to stderr when ACCEL_LOG enables `level`. `tag` names the plugin,
 // or NULL for the core.

@@ -217,6 +217,30 @@ static void accel__default_mem_unwrap(void* device, void* mem) {
   (void)device, (void)mem;
 }
 
+// A plugin without native_handle (or built before ABI 1.4): it names no
+// backend object.
+static accel_status_t accel__default_native_handle(void* device, uint32_t kind,
+                                                   void* object,
+                                                   uint64_t* out_handle) {
+  (void)device, (void)kind, (void)object;
+  *out_handle = 0;
+  return accel__fail(ACCEL_ERROR_UNSUPPORTED,
+                     "this backend does not expose its native objects "
+                     "(plugin without the ABI 1.4 native_handle entry)");
+}
+
+// A plugin without host_register: nothing is page-locked, the core only
+// records the range (accel_host_register), and copies run as before.
+static accel_status_t accel__default_host_register(void* device, void* ptr,
+                                                   size_t size) {
+  (void)device, (void)ptr, (void)size;
+  return ACCEL_OK;
+}
+
+static void accel__default_host_unregister(void* device, void* ptr) {
+  (void)device, (void)ptr;
+}
+
 static accel_status_t accel__default_op_rng(void* device, void* stream,
                                             void* dst, uint64_t dst_offset,
                                             uint32_t dtype, uint64_t count,
@@ -246,6 +270,13 @@ static void accel__fill_op_defaults(accel_device_ops_t* o) {
   if (o->mem_wrap == NULL) o->mem_wrap = accel__default_mem_wrap;
   if (o->mem_unwrap == NULL) o->mem_unwrap = accel__default_mem_unwrap;
   if (o->op_rng == NULL) o->op_rng = accel__default_op_rng;
+  if (o->native_handle == NULL) {
+    o->native_handle = accel__default_native_handle;
+  }
+  if (o->host_register == NULL) {
+    o->host_register = accel__default_host_register;
+    o->host_unregister = accel__default_host_unregister;
+  }
 }
 
 static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,
@@ -441,6 +472,12 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
     accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
                       "device_ops.host_alloc and host_free must be set "
                       "together");
+    return false;
+  }
+  if ((o->host_register == NULL) != (o->host_unregister == NULL)) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE,
+                      "device_ops.host_register and host_unregister must be "
+                      "set together");
     return false;
   }
   int module_entries = (o->module_load != NULL) + (o->module_unload != NULL) +

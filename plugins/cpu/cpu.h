@@ -185,6 +185,10 @@ accel_status_t accel_cpu_mem_address(void* device, void* mem, uint64_t offset,
 accel_status_t accel_cpu_mem_wrap(void* device, uint64_t address, size_t size,
                                   void** out_mem);
 void accel_cpu_mem_unwrap(void* device, void* mem);
+// plugin ABI 1.4: native_handle. Memory is its host pointer; the CPU has no
+// native device, context, stream or event (UNSUPPORTED, saying so).
+accel_status_t accel_cpu_native_handle(void* device, uint32_t kind,
+                                       void* object, uint64_t* out_handle);
 accel_status_t accel_cpu_copy_h2d(void* device, void* stream, void* dst,
                                   size_t dst_offset, const void* src,
                                   size_t size);

@@ -112,6 +112,23 @@ void accel_cpu_mem_unwrap(void* device_ptr, void* mem) {
   (void)device_ptr, (void)mem;  // the memory stays its owner's
 }
 
+accel_status_t accel_cpu_native_handle(void* device_ptr, uint32_t kind,
+                                       void* object, uint64_t* out_handle) {
+  accel_cpu_device_t* device = device_ptr;
+  *out_handle = 0;
+  static const char* const names[] = {"device", "context", "stream", "event"};
+  if (kind == ACCEL_PLUGIN_NATIVE_MEMORY) {
+    // The handle is the data address itself (see the top of this file).
+    *out_handle = (uint64_t)(uintptr_t)object;
+    return ACCEL_OK;
+  }
+  return device->host->fail(
+      device->host, ACCEL_ERROR_UNSUPPORTED,
+      "cpu:%u: the CPU backend has no native %s object: its devices, "
+      "streams and events are accel's own (memory is a host pointer)",
+      device->index, kind < 4 ? names[kind] : "(unknown kind)");
+}
+
 // Runs a copy (`src` not NULL) or fill of `size` bytes on the calling
 // thread if `stream` is idle and the size is small enough (see stream.c and
 // ACCEL_CPU_INLINE_BYTES in cpu.h); false when it must be queued instead.

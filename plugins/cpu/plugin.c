@@ -81,6 +81,8 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .mem_wrap = accel_cpu_mem_wrap,
     .mem_unwrap = accel_cpu_mem_unwrap,
     .op_rng = accel_cpu_op_rng,
+    // -- since ABI 1.4 --
+    .native_handle = accel_cpu_native_handle,
 };
 
 static const accel_plugin_t accel_cpu_plugin = {

@@ -15,6 +15,8 @@
 //   custom kernels       module.c  cuModuleLoadDataEx, launches
 //   built-in ops         ops.c     the embedded fatbin (kernels/ops.cu)
 //   GEMM                 gemm.c    cuBLAS, opened at the first GEMM
+//   interop              interop.c addresses, wrapped memory, native
+//                                  handles, host registration
 //
 // Every driver call that needs a context runs between
 // accel_cuda_context_push and _pop, so the plugin never changes which
@@ -197,6 +199,22 @@ accel_status_t accel_cuda_copy_peer(void* device, void* stream, void* dst,
                                     size_t size);
 accel_status_t accel_cuda_memset(void* device, void* stream, void* dst,
                                  size_t offset, uint8_t value, size_t size);
+
+// ---------------------------------------------------------------------------
+// Interop (interop.c): device addresses and wrapped memory (ABI 1.3),
+// native handles and host registration (ABI 1.4). A wrapped handle is the
+// CUdeviceptr, checked with cuPointerGetAttribute first.
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_cuda_mem_address(void* device, void* mem, uint64_t offset,
+                                      uint64_t* out_address);
+accel_status_t accel_cuda_mem_wrap(void* device, uint64_t address, size_t size,
+                                   void** out_mem);
+void accel_cuda_mem_unwrap(void* device, void* mem);
+accel_status_t accel_cuda_native_handle(void* device, uint32_t kind,
+                                        void* object, uint64_t* out_handle);
+accel_status_t accel_cuda_host_register(void* device, void* ptr, size_t size);
+void accel_cuda_host_unregister(void* device, void* ptr);
 
 // ---------------------------------------------------------------------------
 // Streams (stream.c) and events (event.c)

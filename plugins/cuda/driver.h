@@ -63,6 +63,9 @@
   X(cuMemFree, 3020, "cuMemFree_v2")                                  \
   X(cuMemHostAlloc, 2020, "cuMemHostAlloc")                           \
   X(cuMemFreeHost, 2000, "cuMemFreeHost")                             \
+  X(cuMemHostRegister, 6050, "cuMemHostRegister_v2")                  \
+  X(cuMemHostUnregister, 4000, "cuMemHostUnregister")                 \
+  X(cuPointerGetAttribute, 4000, "cuPointerGetAttribute")             \
   X(cuMemcpyHtoD, 3020, "cuMemcpyHtoD_v2")                            \
   X(cuMemcpyDtoH, 3020, "cuMemcpyDtoH_v2")                            \
   X(cuMemcpyDtoD, 3020, "cuMemcpyDtoD_v2")                            \

@@ -82,7 +82,14 @@ static const accel_device_ops_t accel_cuda_device_ops = {
     // -- since ABI 1.2 --
     .op_gemm_workspace = accel_cuda_op_gemm_workspace,
     // -- since ABI 1.3 --
+    .mem_address = accel_cuda_mem_address,
+    .mem_wrap = accel_cuda_mem_wrap,
+    .mem_unwrap = accel_cuda_mem_unwrap,
     .op_rng = accel_cuda_op_rng,
+    // -- since ABI 1.4 --
+    .native_handle = accel_cuda_native_handle,
+    .host_register = accel_cuda_host_register,
+    .host_unregister = accel_cuda_host_unregister,
 };
 
 static const accel_plugin_t accel_cuda_plugin = {

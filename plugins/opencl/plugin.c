@@ -83,6 +83,8 @@ static const accel_device_ops_t accel_opencl_device_ops = {
     .op_gemm = accel_opencl_op_gemm,
     // -- since ABI 1.3 --
     .op_rng = accel_opencl_op_rng,
+    // -- since ABI 1.4 --
+    .native_handle = accel_opencl_native_handle,
 };
 
 static const accel_plugin_t accel_opencl_plugin = {

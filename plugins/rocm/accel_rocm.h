@@ -15,6 +15,8 @@
 //   built-in ops          ops.c      op_fill ... op_sum launches
 //   GEMM                  gemm.c     op_gemm: rocBLAS or the tiled kernel
 //   rocBLAS loader        blas.c     dlopen()s rocBLAS at the first GEMM
+//   interop               interop.c  addresses, wrapped memory, native
+//                                    handles, host registration
 //
 // HIP keeps a "current device" per thread, and the application shares it:
 // every entry that creates or uses device state makes its device current
@@ -242,6 +244,22 @@ accel_status_t accel_rocm_copy_peer(void* device, void* stream, void* dst,
                                     size_t size);
 accel_status_t accel_rocm_memset(void* device, void* stream, void* dst,
                                  size_t offset, uint8_t value, size_t size);
+
+// ---------------------------------------------------------------------------
+// Interop (interop.c): device addresses and wrapped memory (ABI 1.3),
+// native handles and host registration (ABI 1.4). A wrapped handle is the
+// device pointer, checked with hipPointerGetAttributes first.
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_rocm_mem_address(void* device, void* mem, uint64_t offset,
+                                      uint64_t* out_address);
+accel_status_t accel_rocm_mem_wrap(void* device, uint64_t address, size_t size,
+                                   void** out_mem);
+void accel_rocm_mem_unwrap(void* device, void* mem);
+accel_status_t accel_rocm_native_handle(void* device, uint32_t kind,
+                                        void* object, uint64_t* out_handle);
+accel_status_t accel_rocm_host_register(void* device, void* ptr, size_t size);
+void accel_rocm_host_unregister(void* device, void* ptr);
 
 // ---------------------------------------------------------------------------
 // Streams (stream.c) and events (event.c)

@@ -111,7 +111,14 @@ static const accel_device_ops_t accel_rocm_device_ops = {
     // -- since ABI 1.2 --
     .op_gemm_workspace = accel_rocm_op_gemm_workspace,
     // -- since ABI 1.3 --
+    .mem_address = accel_rocm_mem_address,
+    .mem_wrap = accel_rocm_mem_wrap,
+    .mem_unwrap = accel_rocm_mem_unwrap,
     .op_rng = accel_rocm_op_rng,
+    // -- since ABI 1.4 --
+    .native_handle = accel_rocm_native_handle,
+    .host_register = accel_rocm_host_register,
+    .host_unregister = accel_rocm_host_unregister,
 };
 
 static const accel_plugin_t accel_rocm_plugin = {

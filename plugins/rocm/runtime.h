@@ -46,6 +46,13 @@
   X(hipFree, hipError_t, (void* ptr))                                         \
   X(hipHostMalloc, hipError_t, (void** ptr, size_t size, unsigned int flags)) \
   X(hipHostFree, hipError_t, (void* ptr))                                     \
+  X(hipHostRegister, hipError_t,                                              \
+    (void* ptr, size_t size, unsigned int flags))                             \
+  X(hipHostUnregister, hipError_t, (void* ptr))                               \
+  X(hipPointerGetAttributes, hipError_t,                                      \
+    (hipPointerAttribute_t * attributes, const void* ptr))                    \
+  X(hipMemGetAddressRange, hipError_t,                                        \
+    (hipDeviceptr_t * base, size_t* size, hipDeviceptr_t ptr))                \
   X(hipMemcpyAsync, hipError_t,                                               \
     (void* dst, const void* src, size_t size, hipMemcpyKind kind,             \
      hipStream_t stream))                                                     \

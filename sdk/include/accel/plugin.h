@@ -691,7 +691,8 @@ typedef struct accel_device_ops {
 typedef enum accel_plugin_native_kind {
   // CUdevice, hipDevice_t (as integers), cl_device_id.
   ACCEL_PLUGIN_NATIVE_DEVICE = 0,
-  // CUcontext (the primary context), hipCtx_t or 0, cl_context.
+  // CUcontext (the primary context), cl_context. HIP has none a plugin
+  // should hand out (hipCtx_t is deprecated): ACCEL_ERROR_UNSUPPORTED.
   ACCEL_PLUGIN_NATIVE_CONTEXT = 1,
   // CUstream, hipStream_t, cl_command_queue; `object` is a plugin stream.
   ACCEL_PLUGIN_NATIVE_STREAM = 2,

@@ -566,6 +566,161 @@ FAKECUDA_API CUresult cuMemFreeHost(void* p) {
 }
 
 // ---------------------------------------------------------------------------
+// Registered host memory (cuMemHostRegister) and pointer attributes
+// ---------------------------------------------------------------------------
+
+typedef struct fakecuda_hostreg {
+  struct fakecuda_hostreg* next;
+  uintptr_t base;
+  size_t size;
+  CUcontext ctx;  // current at registration
+} fakecuda_hostreg_t;
+
+static fakecuda_hostreg_t* fakecuda_hostregs;  // guarded by fakecuda_mem_lock
+
+// The registration holding `p`, or NULL. Caller holds the lock.
+static fakecuda_hostreg_t* fakecuda_hostreg_at(uintptr_t p) {
+  for (fakecuda_hostreg_t* r = fakecuda_hostregs; r != NULL; r = r->next) {
+    if (p >= r->base && p - r->base < r->size) return r;
+  }
+  return NULL;
+}
+
+FAKECUDA_API CUresult cuMemHostRegister_v2(void* p, size_t size,
+                                           unsigned int flags) {
+  CUcontext ctx;
+  CUresult r = fakecuda_need(&ctx);
+  if (r != CUDA_SUCCESS) return r;
+  // PORTABLE, DEVICEMAP, IOMEMORY, READ_ONLY.
+  if (p == NULL || size == 0 || (flags & ~0xfu) != 0 ||
+      (uintptr_t)p > UINTPTR_MAX - size) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  fakecuda_hostreg_t* reg = malloc(sizeof(*reg));
+  if (reg == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  uintptr_t base = (uintptr_t)p;
+  pthread_mutex_lock(&fakecuda_mem_lock);
+  r = CUDA_SUCCESS;
+  for (fakecuda_hostreg_t* o = fakecuda_hostregs; o != NULL; o = o->next) {
+    if (base < o->base + o->size && o->base < base + size) {
+      r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+  }
+  // The fake's device memory is host memory too: registering it, or
+  // cuMemHostAlloc's memory, is what the driver refuses.
+  for (fakecuda_block_t* b = fakecuda_blocks; b != NULL; b = b->next) {
+    if (base < b->base + b->size && b->base < base + size) {
+      r = b->device < 0 ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+                        : CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  if (r == CUDA_SUCCESS) {
+    *reg = (fakecuda_hostreg_t){fakecuda_hostregs, base, size, ctx};
+    fakecuda_hostregs = reg;
+    reg = NULL;
+  }
+  pthread_mutex_unlock(&fakecuda_mem_lock);
+  free(reg);
+  return r;
+}
+
+FAKECUDA_API CUresult cuMemHostUnregister(void* p) {
+  CUcontext ctx;
+  CUresult r = fakecuda_need(&ctx);
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&fakecuda_mem_lock);
+  fakecuda_hostreg_t** at = &fakecuda_hostregs;
+  while (*at != NULL && (*at)->base != (uintptr_t)p) at = &(*at)->next;
+  fakecuda_hostreg_t* reg = *at;
+  if (reg != NULL) *at = reg->next;
+  pthread_mutex_unlock(&fakecuda_mem_lock);
+  free(reg);
+  return reg != NULL ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+// Test-only (not CUDA API): whether all `size` bytes at `p` are inside one
+// cuMemHostRegister registration.
+FAKECUDA_API bool fakecuda_host_registered(const void* p, size_t size) {
+  pthread_mutex_lock(&fakecuda_mem_lock);
+  fakecuda_hostreg_t* reg = fakecuda_hostreg_at((uintptr_t)p);
+  bool in = reg != NULL && size <= reg->size - ((uintptr_t)p - reg->base);
+  pthread_mutex_unlock(&fakecuda_mem_lock);
+  return in;
+}
+
+// A registration still there when the process ends was never undone.
+__attribute__((destructor)) static void fakecuda_hostreg_leaks(void) {
+  int n = 0;
+  for (fakecuda_hostreg_t* r = fakecuda_hostregs; r != NULL; r = r->next) n++;
+  if (n != 0) {
+    fprintf(stderr,
+            "fakecuda: leak: %d host registration(s) never unregistered "
+            "(cuMemHostUnregister)\n",
+            n);
+  }
+}
+
+// Copies the attribute value of `size` bytes into `data`.
+static CUresult fakecuda_attr_put(void* data, const void* value, size_t size) {
+  memcpy(data, value, size);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuPointerGetAttribute(void* data,
+                                            CUpointer_attribute attribute,
+                                            CUdeviceptr ptr) {
+  if (data == NULL) return CUDA_ERROR_INVALID_VALUE;
+  uintptr_t p = (uintptr_t)ptr;
+  // What the driver knows of `p`: a block (device memory, or cuMemHostAlloc
+  // memory: device -1) or a registration; anything else is not CUDA's.
+  bool found = false;
+  int device = 0;
+  unsigned int type = CU_MEMORYTYPE_HOST;
+  uintptr_t base = 0;
+  size_t size = 0;
+  CUcontext ctx = NULL;
+  pthread_mutex_lock(&fakecuda_mem_lock);
+  fakecuda_block_t* b = fakecuda_block_at(p, 1);
+  fakecuda_hostreg_t* reg = b == NULL ? fakecuda_hostreg_at(p) : NULL;
+  if (b != NULL) {
+    found = true;
+    device = b->device >= 0 ? b->device : 0;
+    type = b->device >= 0 ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    base = b->base;
+    size = b->size;
+    ctx = &fakecuda_ctx[device];
+  } else if (reg != NULL) {
+    found = true;
+    device = reg->ctx->device;
+    base = reg->base;
+    size = reg->size;
+    ctx = reg->ctx;
+  }
+  pthread_mutex_unlock(&fakecuda_mem_lock);
+  if (!found) return CUDA_ERROR_INVALID_VALUE;
+  switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+      return fakecuda_attr_put(data, &ctx, sizeof(ctx));
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      return fakecuda_attr_put(data, &type, sizeof(type));
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+      // Device and host memory share one address space in the fake.
+      return fakecuda_attr_put(data, &ptr, sizeof(ptr));
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      return fakecuda_attr_put(data, &device, sizeof(device));
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: {
+      CUdeviceptr start = (CUdeviceptr)base;
+      return fakecuda_attr_put(data, &start, sizeof(start));
+    }
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+      return fakecuda_attr_put(data, &size, sizeof(size));
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // cuGetProcAddress: name, the CUDA version that introduced this ABI of it,
 // the function. Asked for version V, the newest entry not above V answers.
 // ---------------------------------------------------------------------------
@@ -601,6 +756,9 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end);
   X(cuMemFree, 3020, cuMemFree_v2)                                  \
   X(cuMemHostAlloc, 2020, cuMemHostAlloc)                           \
   X(cuMemFreeHost, 2000, cuMemFreeHost)                             \
+  X(cuMemHostRegister, 6050, cuMemHostRegister_v2)                  \
+  X(cuMemHostUnregister, 4000, cuMemHostUnregister)                 \
+  X(cuPointerGetAttribute, 4000, cuPointerGetAttribute)             \
   X(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2)                            \
   X(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2)                            \
   X(cuMemcpyDtoD, 3020, cuMemcpyDtoD_v2)                            \

@@ -241,6 +241,142 @@ FAKEHIP_API hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
 // Memory: host memory behind a header recording the size
 // ---------------------------------------------------------------------------
 
+// Device allocations and host registrations, with the device current
+// when they were made: what hipPointerGetAttributes and
+// hipMemGetAddressRange answer from.
+typedef struct fakehip_range {
+  struct fakehip_range* next;
+  uintptr_t base;
+  size_t size;
+  int device;
+} fakehip_range_t;
+
+static fakehip_range_t* fakehip_allocs;    // guarded by fakehip_lock
+static fakehip_range_t* fakehip_hostregs;  // guarded by fakehip_lock
+
+// Records a range (best effort: without memory the queries miss it).
+static void fakehip_range_add(fakehip_range_t** list, void* p, size_t size,
+                              int device) {
+  fakehip_range_t* r = malloc(sizeof(*r));
+  if (r == NULL) return;
+  pthread_mutex_lock(&fakehip_lock);
+  *r = (fakehip_range_t){*list, (uintptr_t)p, size, device};
+  *list = r;
+  pthread_mutex_unlock(&fakehip_lock);
+}
+
+// Forgets the range starting at `p`; false if there is none.
+static bool fakehip_range_remove(fakehip_range_t** list, void* p) {
+  pthread_mutex_lock(&fakehip_lock);
+  fakehip_range_t** at = list;
+  while (*at != NULL && (*at)->base != (uintptr_t)p) at = &(*at)->next;
+  fakehip_range_t* r = *at;
+  if (r != NULL) *at = r->next;
+  pthread_mutex_unlock(&fakehip_lock);
+  free(r);
+  return r != NULL;
+}
+
+// A copy of the range of `list` holding `p`; false if none does.
+static bool fakehip_range_find(fakehip_range_t* const* list, uintptr_t p,
+                               fakehip_range_t* out) {
+  bool found = false;
+  pthread_mutex_lock(&fakehip_lock);
+  for (const fakehip_range_t* r = *list; r != NULL && !found; r = r->next) {
+    if (p >= r->base && p - r->base < r->size) {
+      *out = *r;
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&fakehip_lock);
+  return found;
+}
+
+// hipMemoryType values of the runtime the fake pretends to be: ROCm 6
+// renumbered them and added Unregistered (0).
+static int fakehip_memory_type(bool device) {
+  int version = 0;
+  hipRuntimeGetVersion(&version);
+  if (version >= 60000000) return device ? 2 : 1;
+  return device ? 1 : 0;
+}
+
+FAKEHIP_API hipError_t hipPointerGetAttributes(hipPointerAttribute_t* attr,
+                                               const void* ptr) {
+  if (attr == NULL) return fakehip_ret(hipErrorInvalidValue);
+  memset(attr, 0, sizeof(*attr));
+  fakehip_range_t r;
+  bool device = fakehip_range_find(&fakehip_allocs, (uintptr_t)ptr, &r);
+  if (!device && !fakehip_range_find(&fakehip_hostregs, (uintptr_t)ptr, &r)) {
+    int version = 0;
+    hipRuntimeGetVersion(&version);
+    // ROCm 6 answers "unregistered" (0) with success; ROCm 5 fails.
+    attr->device = -1;
+    return fakehip_ret(version >= 60000000 ? hipSuccess : hipErrorInvalidValue);
+  }
+  attr->memoryType = (enum hipMemoryType)fakehip_memory_type(device);
+  attr->device = r.device;
+  attr->devicePointer = (void*)ptr;
+  attr->hostPointer = device ? NULL : (void*)ptr;
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipMemGetAddressRange(hipDeviceptr_t* base, size_t* size,
+                                             hipDeviceptr_t ptr) {
+  fakehip_range_t r;
+  if (base == NULL || size == NULL ||
+      !fakehip_range_find(&fakehip_allocs, (uintptr_t)ptr, &r)) {
+    return fakehip_ret(hipErrorNotFound);
+  }
+  *base = (hipDeviceptr_t)r.base;
+  *size = r.size;
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipHostRegister(void* ptr, size_t size,
+                                       unsigned int flags) {
+  if (ptr == NULL || size == 0 || (flags & ~0xfu) != 0 ||
+      (uintptr_t)ptr > UINTPTR_MAX - size) {
+    return fakehip_ret(hipErrorInvalidValue);
+  }
+  uintptr_t p = (uintptr_t)ptr;
+  bool overlap = false;
+  pthread_mutex_lock(&fakehip_lock);
+  for (const fakehip_range_t* r = fakehip_hostregs; r != NULL; r = r->next) {
+    overlap = overlap || (p < r->base + r->size && r->base < p + size);
+  }
+  pthread_mutex_unlock(&fakehip_lock);
+  if (overlap) return fakehip_ret(hipErrorHostMemoryAlreadyRegistered);
+  fakehip_range_add(&fakehip_hostregs, ptr, size, fakehip_current);
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipHostUnregister(void* ptr) {
+  return fakehip_ret(fakehip_range_remove(&fakehip_hostregs, ptr)
+                         ? hipSuccess
+                         : hipErrorHostMemoryNotRegistered);
+}
+
+// Test-only (not HIP API): whether all `size` bytes at `p` are inside one
+// hipHostRegister registration.
+FAKEHIP_API bool fakehip_host_registered(const void* p, size_t size) {
+  fakehip_range_t r;
+  return fakehip_range_find(&fakehip_hostregs, (uintptr_t)p, &r) &&
+         size <= r.size - ((uintptr_t)p - r.base);
+}
+
+// A registration still there when the process ends was never undone.
+__attribute__((destructor)) static void fakehip_hostreg_leaks(void) {
+  int n = 0;
+  for (fakehip_range_t* r = fakehip_hostregs; r != NULL; r = r->next) n++;
+  if (n != 0) {
+    fprintf(stderr,
+            "fakehip: leak: %d host registration(s) never unregistered "
+            "(hipHostUnregister)\n",
+            n);
+  }
+}
+
 FAKEHIP_API hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
   pthread_mutex_lock(&fakehip_lock);
   *free_bytes = FAKEHIP_TOTAL - fakehip_allocated;
@@ -267,11 +403,13 @@ FAKEHIP_API hipError_t hipMalloc(void** ptr, size_t size) {
   }
   memcpy(block, &size, sizeof(size));
   *ptr = (unsigned char*)block + FAKEHIP_HEADER;
+  fakehip_range_add(&fakehip_allocs, *ptr, size ? size : 1, fakehip_current);
   return fakehip_ret(hipSuccess);
 }
 
 FAKEHIP_API hipError_t hipFree(void* ptr) {
   if (ptr == NULL) return fakehip_ret(hipSuccess);
+  fakehip_range_remove(&fakehip_allocs, ptr);
   unsigned char* block = (unsigned char*)ptr - FAKEHIP_HEADER;
   size_t size;
   memcpy(&size, block, sizeof(size));
