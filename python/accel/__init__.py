@@ -14,6 +14,7 @@ from ._lib import AccelError, Status, library_path
 from .buffer import DTYPES, Buffer, from_dlpack
 from .device import (Device, device, devices, info_text, plugin_report,
                      version)
+from .interop import NATIVE_KINDS, HostRegistration
 from .module import Kernel, Module
 from .stream import Event, Stream
 
@@ -21,4 +22,5 @@ __all__ = [
     "AccelError", "Status", "library_path", "DTYPES", "Buffer",
     "from_dlpack", "Device", "device", "devices", "info_text",
     "plugin_report", "version", "Kernel", "Module", "Event", "Stream",
+    "NATIVE_KINDS", "HostRegistration",
 ]

@@ -205,6 +205,15 @@ class Buffer(_lib.Handle):
     def record_stream(self, stream):
         api.buffer_record_stream(self.handle, stream.handle)
 
+    def native_handle(self):
+        """(allocation, byte offset): the backend allocation holding the
+        buffer (a host pointer on the CPU, a CUdeviceptr, a HIP pointer,
+        a cl_mem) and where the buffer starts in it."""
+        handle, offset = ctypes.c_uint64(), ctypes.c_size_t()
+        api.buffer_query_native(self.handle, ctypes.byref(handle),
+                                ctypes.byref(offset))
+        return handle.value, offset.value
+
     # -- DLPack --
     def __dlpack_device__(self):
         return self.device.dlpack_device()
@@ -257,17 +266,31 @@ def _tensor_view(managed, versioned):
 
 def from_dlpack(obj, device=None):
     """Adopts `obj` (anything with __dlpack__: a numpy array, a torch
-    tensor, an accel Buffer) or a "dltensor" capsule as an accel Buffer,
-    without copying. The producer's memory stays alive until the Buffer
-    and every view of it are released."""
-    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
-    if not _py.PyCapsule_IsValid(capsule, _NAME):
-        raise BufferError("accel: not an unused \"dltensor\" capsule")
-    managed = _py.PyCapsule_GetPointer(capsule, _NAME)
-    dtype, shape = _tensor_view(managed, False)
+    tensor, an accel Buffer) or a "dltensor" / "dltensor_versioned"
+    capsule as an accel Buffer, without copying. A producer that speaks
+    DLPack 1.x hands over a versioned tensor; one from before (NumPy 1.x,
+    PyTorch 1.x, whose __dlpack__ takes no max_version) the legacy one.
+    The producer's memory stays alive until the Buffer and every view of
+    it are released."""
+    if hasattr(obj, "__dlpack__"):
+        try:
+            capsule = obj.__dlpack__(max_version=(1, 0))
+        except TypeError:  # a producer from before DLPack 1.0
+            capsule = obj.__dlpack__()
+    else:
+        capsule = obj
+    if _py.PyCapsule_IsValid(capsule, _NAME_V):
+        versioned, name, used = True, _NAME_V, _USED_V
+    elif _py.PyCapsule_IsValid(capsule, _NAME):
+        versioned, name, used = False, _NAME, _USED
+    else:
+        raise BufferError("accel: not an unused \"dltensor\" or "
+                          "\"dltensor_versioned\" capsule")
+    managed = _py.PyCapsule_GetPointer(capsule, name)
+    dtype, shape = _tensor_view(managed, versioned)
     out = ctypes.c_void_p()
     dev = device.handle if device is not None else None
-    api.buffer_from_dlpack(managed, False, dev, ctypes.byref(out))
+    api.buffer_from_dlpack(managed, versioned, dev, ctypes.byref(out))
     # accel owns the tensor now: its deleter runs with the buffer's release.
-    _py.PyCapsule_SetName(capsule, _USED)
+    _py.PyCapsule_SetName(capsule, used)
     return Buffer(out.value, dtype, shape if dtype is not None else None)

@@ -91,6 +91,34 @@ class Device(_lib.Handle):
     def reset_peak_memory_stats(self):
         api.device_reset_peak_memory_stats(self.handle)
 
+    def native_handle(self, kind="device"):
+        """The backend's device ("device": a CUdevice or hipDevice_t
+        ordinal, a cl_device_id) or context ("context": the primary
+        CUcontext, a cl_context) as an int; AccelError UNSUPPORTED where
+        the backend has none (the CPU)."""
+        from .interop import native_kind
+        out = ctypes.c_uint64()
+        api.device_query_native(self.handle, native_kind(kind),
+                                ctypes.byref(out))
+        return out.value
+
+    def host_register(self, data, size=None):
+        """Registers host memory (a writable buffer-protocol object, or an
+        int address with `size`) for fast copies: an
+        accel.HostRegistration, unregistered when it is released."""
+        from .interop import HostRegistration
+        return HostRegistration(self, data, size)
+
+    def host_registered(self, data, size=None):
+        """Whether the memory (as for host_register) lies inside one range
+        registered on this device."""
+        from .interop import host_range
+        address, n, keep = host_range(data, size)
+        out = ctypes.c_bool()
+        api.host_query_registered(self.handle, address, n, ctypes.byref(out))
+        del keep
+        return out.value
+
     def dlpack_device(self):
         """(DLPack device type, id), as __dlpack_device__ returns."""
         t, i = ctypes.c_int32(), ctypes.c_int32()

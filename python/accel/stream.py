@@ -55,6 +55,14 @@ class Event(_lib.Handle):
         api.event_elapsed_ms(self.handle, end.handle, ctypes.byref(ms))
         return ms.value
 
+    def native_handle(self):
+        """The backend event as an int (CUevent, hipEvent_t; OpenCL: the
+        cl_event of the latest record, 0 before one); AccelError
+        UNSUPPORTED on the CPU."""
+        out = ctypes.c_uint64()
+        api.event_query_native(self.handle, ctypes.byref(out))
+        return out.value
+
 
 class Stream(_lib.Handle):
     """An in-order queue of work on one device. Ops take Buffers; offsets
@@ -77,6 +85,14 @@ class Stream(_lib.Handle):
 
     def wait_event(self, event):
         api.stream_wait_event(self.handle, event.handle)
+
+    def native_handle(self):
+        """The backend queue accel enqueues this stream's work on, as an
+        int (CUstream, hipStream_t, cl_command_queue); AccelError
+        UNSUPPORTED on the CPU."""
+        out = ctypes.c_uint64()
+        api.stream_query_native(self.handle, ctypes.byref(out))
+        return out.value
 
     def record(self, timing=False):
         """A new event, recorded at the current end of this stream."""

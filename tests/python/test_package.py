@@ -180,7 +180,7 @@ class Buffers(unittest.TestCase):
         s = self.dev.stream()
         s.fill(b, 2.0)
         s.synchronize()
-        w = accel.from_dlpack(b)  # through a "dltensor" capsule
+        w = accel.from_dlpack(b)  # a "dltensor_versioned" capsule
         self.assertEqual((w.dtype, w.shape), ("float32", (8,)))
         self.assertEqual(w.address(), b.address())
         s.fill(w, 3.0)
@@ -193,8 +193,17 @@ class Buffers(unittest.TestCase):
         w2.release()
         versioned = b.__dlpack__(max_version=(1, 0))
         self.assertIn("dltensor_versioned", repr(versioned))
-        del versioned, cap  # unconsumed: the destructor runs the deleter
-        gc.collect()
+        self.assertIn('"dltensor"', repr(b.__dlpack__(max_version=(0, 8))))
+        w3 = accel.from_dlpack(versioned)  # a versioned capsule, directly
+        self.assertEqual((w3.dtype, w3.shape), ("float32", (8,)))
+        self.assertEqual(w3.address(), b.address())
+        self.assertIn("used_dltensor_versioned", repr(versioned))
+        with self.assertRaises(BufferError):
+            accel.from_dlpack(versioned)  # already consumed
+        w3.release()
+        unused = b.__dlpack__(max_version=(1, 2))
+        del unused, versioned, cap  # unconsumed: the destructor runs the
+        gc.collect()                # deleter
         with self.assertRaises(BufferError):
             self.dev.buffer(8).__dlpack__()  # no dtype
         with self.assertRaises(BufferError):
@@ -203,6 +212,149 @@ class Buffers(unittest.TestCase):
             b.__dlpack__(dl_device=(2, 0))
         w.release()
         b.release()
+
+
+class LegacyProducer:
+    """A producer from before DLPack 1.0 (NumPy 1.x, PyTorch 1.x): its
+    __dlpack__ takes no max_version."""
+
+    def __init__(self, buf):
+        self.buf = buf
+
+    def __dlpack__(self, stream=None):
+        return self.buf.__dlpack__(stream=stream)
+
+
+class Interop(unittest.TestCase):
+    """<accel/interop.h>: native handles and host registration."""
+
+    def setUp(self):
+        self.dev = accel.device("cpu:0")
+
+    def tearDown(self):
+        self.dev.close()
+
+    def test_from_dlpack_of_a_legacy_producer(self):
+        b = self.dev.empty(4, "int32")
+        s = self.dev.stream()
+        s.fill(b, 7)
+        s.synchronize()
+        w = accel.from_dlpack(LegacyProducer(b))
+        self.assertEqual((w.dtype, w.shape), ("int32", (4,)))
+        self.assertEqual(struct.unpack("4i", w.read(16)), (7, 7, 7, 7))
+        with self.assertRaises(BufferError):
+            accel.from_dlpack(object())  # neither a producer nor a capsule
+        w.release()
+        b.release()
+
+    def test_native_handles_on_the_cpu(self):
+        b = self.dev.empty(16, "float32")
+        handle, offset = b.native_handle()
+        self.assertEqual(handle + offset, b.address())
+        v = b.view("float32", (4,), 32)  # a view shares the allocation
+        self.assertEqual(v.native_handle(), (handle, offset))
+        for kind in ("device", "context"):
+            with self.assertRaises(accel.AccelError) as cm:
+                self.dev.native_handle(kind)
+            self.assertEqual(cm.exception.status, accel.Status.UNSUPPORTED)
+            self.assertIn(f"no native {kind} object", cm.exception.message)
+        self.assertEqual(accel.NATIVE_KINDS, {"device": 0, "context": 1})
+        with self.assertRaises(ValueError):
+            self.dev.native_handle("stream")
+        s = self.dev.stream()
+        e = s.record()
+        for obj in (s, e):
+            with self.assertRaises(accel.AccelError) as cm:
+                obj.native_handle()
+            self.assertEqual(cm.exception.status, accel.Status.UNSUPPORTED)
+            self.assertEqual(cm.exception.call.split("_")[-1], "native")
+        e.synchronize()
+        v.release()
+        b.release()
+
+    def test_host_register(self):
+        data = bytearray(range(256)) * 16
+        with self.dev.host_register(data) as reg:
+            self.assertTrue(reg.registered)
+            self.assertEqual(reg.size, len(data))
+            self.assertIn("registered", repr(reg))
+            self.assertTrue(self.dev.host_registered(data))
+            self.assertTrue(self.dev.host_registered(reg.address + 10, 10))
+            self.assertFalse(self.dev.host_registered(reg.address + 10,
+                                                      len(data)))
+            # Overlap: the same memory again is refused.
+            with self.assertRaises(accel.AccelError) as cm:
+                self.dev.host_register(reg.address + 1, 8)
+            self.assertEqual(cm.exception.status,
+                             accel.Status.INVALID_ARGUMENT)
+            # Copies through registered memory, both ways.
+            b = self.dev.buffer(2048)
+            s = self.dev.stream()
+            s.write(b, memoryview(data)[:2048])
+            s.read_into(b, memoryview(data)[2048:4096])
+            s.synchronize()
+            self.assertEqual(data[2048:4096], data[:2048])
+            b.release()
+        self.assertFalse(reg.registered)
+        self.assertIn("unregistered", repr(reg))
+        reg.unregister()  # idempotent
+        self.assertFalse(self.dev.host_registered(data))
+        # The first `size` bytes only, then garbage collection unregisters.
+        arr = array.array("f", [0.0] * 64)
+        reg = self.dev.host_register(arr, 128)
+        self.assertTrue(self.dev.host_registered(arr, 128))
+        self.assertFalse(self.dev.host_registered(arr))
+        del reg
+        gc.collect()
+        self.assertFalse(self.dev.host_registered(arr, 4))
+        # Refused: read-only memory, a raw address without size, too many
+        # bytes, and (in C) flags and unknown pointers.
+        with self.assertRaises(TypeError):
+            self.dev.host_register(b"read-only")
+        with self.assertRaises(TypeError):
+            self.dev.host_register(1234)
+        with self.assertRaises(ValueError):
+            self.dev.host_register(bytearray(8), 9)
+        with self.assertRaises(accel.AccelError) as cm:
+            self.dev.host_register(bytearray(0))
+        self.assertEqual(cm.exception.status, accel.Status.INVALID_ARGUMENT)
+
+    def test_native_handles_on_opencl(self):
+        try:
+            dev = accel.device("opencl:0")
+        except accel.AccelError:
+            self.skipTest("no OpenCL device")
+        try:
+            s = dev.stream()
+            b = dev.buffer(256)
+            e = dev.event()
+            self.assertEqual(e.native_handle(), 0)  # never recorded
+            e.record(s)
+            handles = [dev.native_handle("device"),
+                       dev.native_handle("context"), s.native_handle(),
+                       e.native_handle(), b.native_handle()[0]]
+            self.assertTrue(all(isinstance(h, int) and h for h in handles))
+            self.assertEqual(dev.native_handle("context"), handles[1])
+            self.assertEqual(s.native_handle(), handles[2])
+            with self.assertRaises(accel.AccelError) as cm:
+                b.address()  # a cl_mem has no address
+            self.assertEqual(cm.exception.status, accel.Status.UNSUPPORTED)
+            e.synchronize()
+            for obj in (e, b, s):
+                obj.release()
+        finally:
+            dev.close()
+
+    def test_registration_outlives_the_device_object(self):
+        data = bytearray(4096)
+        dev = accel.device("cpu:1")
+        reg = dev.host_register(data)
+        dev.close()  # the registration holds its own reference
+        again = accel.device("cpu:1")
+        self.assertTrue(again.host_registered(data))
+        reg.release()
+        self.assertFalse(again.host_registered(data))
+        again.close()
 
 
 class Streams(unittest.TestCase):
