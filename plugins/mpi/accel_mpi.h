@@ -49,6 +49,7 @@
   X(MPI_Isend)              \
   X(MPI_Irecv)              \
   X(MPI_Test)               \
+  X(MPI_Testall)            \
   X(MPI_Type_contiguous)    \
   X(MPI_Type_commit)        \
   X(MPI_Type_free)          \

@@ -167,8 +167,8 @@ static void test_all_reduce(fixture_t* f, accel_dtype_t t,
   test_all_reduce_n(f, t, op, in_place, 1000);
 }
 
-static void test_gathers(fixture_t* f, accel_dtype_t t) {
-  size_t n = 257, elem = accel_dtype_size(t), all = n * (size_t)size_;
+static void test_gathers_n(fixture_t* f, accel_dtype_t t, size_t n) {
+  size_t elem = accel_dtype_size(t), all = n * (size_t)size_;
   accel_reduce_op_t sum = ACCEL_REDUCE_SUM;
   // all_gather: block r of recv is rank r's input.
   accel_buffer_t* send = make(f, t, n, 0, rank_, sum, 0);
@@ -217,6 +217,10 @@ static void test_gathers(fixture_t* f, accel_dtype_t t) {
   free(out);
   accel_buffer_release(send);
   accel_buffer_release(recv);
+}
+
+static void test_gathers(fixture_t* f, accel_dtype_t t) {
+  test_gathers_n(f, t, 257);
 }
 
 static void test_rooted(fixture_t* f, accel_dtype_t t) {
@@ -584,11 +588,14 @@ int main(int argc, char** argv) {
       test_gathers(&f, dtypes[t]);
       test_rooted(&f, dtypes[t]);
     }
-    // Large enough for the engines' large-message algorithms (MPI: the
-    // ring or reduce-scatter/all-gather it asks libnbc for).
+    // Large enough for the engines' large-message paths (MPI: the ring or
+    // reduce-scatter/all-gather it asks libnbc for, all-gathers made of
+    // sends and receives).
     test_all_reduce_n(&f, ACCEL_DTYPE_F32, ACCEL_REDUCE_SUM, true, 100000);
     test_all_reduce_n(&f, ACCEL_DTYPE_F32, ACCEL_REDUCE_MAX, false, 100000);
     test_all_reduce_n(&f, ACCEL_DTYPE_BF16, ACCEL_REDUCE_SUM, true, 100000);
+    test_gathers_n(&f, ACCEL_DTYPE_F32, 20000);  // MPI: point to point
+    test_gathers_n(&f, ACCEL_DTYPE_BF16, 40000);
     test_point_to_point(&f);
     test_group_ring(&f);
     test_group_collectives(&f);
