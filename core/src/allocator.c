@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -125,6 +126,11 @@ struct accel__pool {
   bool alive;              // the stream is not being destroyed
   int idle;                // release pass: -1 unknown, 0 busy, 1 idle
   accel__pool_t* next;     // allocator's list of stream pools
+  // A graph's private pool (graph.c): never emptied or searched by other
+  // pools while the graph lives, since the graph's nodes use its memory
+  // even where its blocks are free. `saved`: the capture stream's own pool.
+  bool graph;
+  accel__pool_t* saved;
   accel__bins_t small;
   accel__bins_t large;
 };
@@ -316,6 +322,7 @@ static void accel__segment_release(accel__allocator_t* a, accel__segment_t* s) {
 // Whether the stream owning `pool` has finished all its work, asked once
 // per release pass. A stream being destroyed counts as busy.
 static bool accel__pool_idle(accel__pool_t* pool) {
+  if (pool->graph) return false;
   if (pool->stream == NULL) return true;
   if (pool->idle < 0) {
     bool done = false;
@@ -565,7 +572,7 @@ static void accel__block_free(accel__allocator_t* a, accel__block_t* b) {
     accel__node_put(a, n);
   }
   if (b->prev == NULL) s->first = b;
-  if (s->raw) {
+  if (s->raw && !s->pool->graph) {
     accel__segment_release(a, s);
   } else {
     accel__bins_insert(a, b);
@@ -627,7 +634,7 @@ static accel__block_t* accel__find(accel__allocator_t* a, accel__pool_t* pool,
                                    size_t size, bool small) {
   accel__block_t* b =
       accel__bins_find(small ? &pool->small : &pool->large, size);
-  if (b == NULL && pool != &a->global) {
+  if (b == NULL && pool != &a->global && !pool->graph) {
     b = accel__bins_find(small ? &a->global.small : &a->global.large, size);
   }
   return b;
@@ -1017,41 +1024,128 @@ void accel__allocator_stream_dying(accel_stream_t* stream) {
   pthread_mutex_unlock(&a->mutex);
 }
 
+// Makes the blocks of `pool` everyone's: takes them out of the pool's bins
+// (the bins are found through the segment's pool), re-homes the segments
+// to the device-wide pool, bins them again and unlinks `pool`, which the
+// caller frees. Mutex held.
+static void accel__pool_dissolve(accel__allocator_t* a, accel__pool_t* pool) {
+  accel__block_t* moved = NULL;
+  accel__bins_t* bins[2] = {&pool->small, &pool->large};
+  for (int k = 0; k < 2; k++) {
+    for (int i = accel__bins_next(bins[k], 0); i >= 0;
+         i = accel__bins_next(bins[k], 0)) {
+      accel__block_t* b = bins[k]->heads[i];
+      accel__bins_remove(a, b);
+      b->link_next = moved;
+      moved = b;
+    }
+  }
+  for (accel__segment_t* s = a->segments; s != NULL; s = s->next) {
+    if (s->pool == pool) s->pool = &a->global;
+  }
+  while (moved != NULL) {
+    accel__block_t* b = moved;
+    moved = b->link_next;
+    b->link_next = NULL;
+    accel__bins_insert(a, b);
+  }
+  accel__pool_t** link = &a->pools;
+  while (*link != pool) link = &(*link)->next;
+  *link = pool->next;
+}
+
 void accel__allocator_stream_dead(accel_stream_t* stream) {
   accel__allocator_t* a = stream->device->allocator;
   pthread_mutex_lock(&a->mutex);
   accel__pool_t* pool = stream->pool;
   if (pool != NULL) {
-    // The stream's work is done: its blocks are everyone's now. Take them
-    // out of the pool's bins first (the bins are found through the
-    // segment's pool), then re-home the segments, then bin them again.
-    accel__block_t* moved = NULL;
-    accel__bins_t* bins[2] = {&pool->small, &pool->large};
-    for (int k = 0; k < 2; k++) {
-      for (int i = accel__bins_next(bins[k], 0); i >= 0;
-           i = accel__bins_next(bins[k], 0)) {
-        accel__block_t* b = bins[k]->heads[i];
-        accel__bins_remove(a, b);
-        b->link_next = moved;
-        moved = b;
-      }
-    }
-    for (accel__segment_t* s = a->segments; s != NULL; s = s->next) {
-      if (s->pool == pool) s->pool = &a->global;
-    }
-    while (moved != NULL) {
-      accel__block_t* b = moved;
-      moved = b->link_next;
-      b->link_next = NULL;
-      accel__bins_insert(a, b);
-    }
-    accel__pool_t** link = &a->pools;
-    while (*link != pool) link = &(*link)->next;
-    *link = pool->next;
+    // The stream's work is done: its blocks are everyone's now.
+    accel__pool_dissolve(a, pool);
     stream->pool = NULL;
   }
   pthread_mutex_unlock(&a->mutex);
   free(pool);
+}
+
+// ---------------------------------------------------------------------------
+// Graph pools (graph.c): a pool that is the capture stream's own pool
+// during a capture, so the capture's stream-ordered allocations (and GEMM
+// workspaces) come from it, are reused in stream order within the capture,
+// and never fall back to, or return to, the device-wide pool while the
+// graph lives.
+// ---------------------------------------------------------------------------
+
+accel__pool_t* accel__allocator_pool_begin(accel_stream_t* stream) {
+  accel__allocator_t* a = stream->device->allocator;
+  accel__pool_t* pool = calloc(1, sizeof(*pool));
+  if (pool == NULL) return NULL;
+  pool->stream = stream;  // its blocks are the capture stream's own
+  pool->alive = true;
+  pool->idle = -1;
+  pool->graph = true;
+  pthread_mutex_lock(&a->mutex);
+  pool->saved = stream->pool;
+  stream->pool = pool;
+  pool->next = a->pools;
+  a->pools = pool;
+  pthread_mutex_unlock(&a->mutex);
+  return pool;
+}
+
+void accel__allocator_pool_end(accel_stream_t* stream, accel__pool_t* pool) {
+  accel__allocator_t* a = stream->device->allocator;
+  pthread_mutex_lock(&a->mutex);
+  stream->pool = pool->saved;
+  pool->saved = NULL;
+  pool->stream = NULL;  // the blocks hold their stream themselves
+  pthread_mutex_unlock(&a->mutex);
+}
+
+void accel__allocator_pool_release(accel_device_t* device,
+                                   accel__pool_t* pool) {
+  accel__allocator_t* a = device->allocator;
+  pthread_mutex_lock(&a->mutex);
+  accel__segment_t* next = NULL;
+  for (accel__segment_t* s = a->segments; s != NULL; s = next) {
+    next = s->next;
+    if (s->pool != pool) continue;
+    accel__block_t* first = s->first;
+    if (s->raw && first->state == ACCEL__BLOCK_FREE && first->next == NULL) {
+      accel__bins_remove(a, first);  // raw: kept only for the graph
+      accel__segment_release(a, s);
+      continue;
+    }
+    // A live block is no longer from its stream's own pool: its free must
+    // wait for that stream's work like any other block's.
+    for (accel__block_t* b = first; b != NULL; b = b->next) {
+      b->stream_owned = false;
+    }
+  }
+  accel__pool_dissolve(a, pool);
+  pthread_mutex_unlock(&a->mutex);
+  free(pool);
+}
+
+uint64_t accel__allocator_pool_bytes(accel_device_t* device,
+                                     const accel__pool_t* pool) {
+  accel__allocator_t* a = device->allocator;
+  uint64_t bytes = 0;
+  pthread_mutex_lock(&a->mutex);
+  for (accel__segment_t* s = a->segments; s != NULL; s = s->next) {
+    if (s->pool == pool) bytes += s->size;
+  }
+  pthread_mutex_unlock(&a->mutex);
+  return bytes;
+}
+
+bool accel__allocator_in_pool(const accel_buffer_t* buffer,
+                              const accel__pool_t* pool) {
+  if (buffer->wrapped) return false;
+  accel__allocator_t* a = buffer->device->allocator;
+  pthread_mutex_lock(&a->mutex);
+  bool in = accel__block_of((accel_buffer_t*)buffer)->segment->pool == pool;
+  pthread_mutex_unlock(&a->mutex);
+  return in;
 }
 
 // ---------------------------------------------------------------------------
@@ -1067,7 +1161,13 @@ accel_status_t accel_stream_alloc_buffer(accel_stream_t* stream, size_t size,
                        "accel_stream_alloc_buffer: stream, a non-zero size "
                        "and out_buffer are required");
   }
-  return accel__allocator_alloc(stream->device, stream, size, out_buffer);
+  // During a capture the stream's pool is the graph's (graph.c).
+  accel_status_t status =
+      accel__allocator_alloc(stream->device, stream, size, out_buffer);
+  if (status == ACCEL_OK && accel__capturing(stream)) {
+    accel__graph_note_alloc(stream, *out_buffer);
+  }
+  return status;
 }
 
 accel_status_t accel_buffer_record_stream(accel_buffer_t* buffer,

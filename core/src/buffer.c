@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -127,6 +128,9 @@ accel_status_t accel_buffer_write(accel_buffer_t* buffer, size_t offset,
   ACCEL__TRACE_API("accel_buffer_write");
   accel_status_t status =
       accel__check_range("accel_buffer_write", "dst", buffer, offset, size);
+  if (status == ACCEL_OK) {
+    status = accel__graph_check_buffer(buffer, "accel_buffer_write");
+  }
   if (status != ACCEL_OK) return status;
   if (src == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -142,6 +146,9 @@ accel_status_t accel_buffer_read(accel_buffer_t* buffer, size_t offset,
   ACCEL__TRACE_API("accel_buffer_read");
   accel_status_t status =
       accel__check_range("accel_buffer_read", "src", buffer, offset, size);
+  if (status == ACCEL_OK) {
+    status = accel__graph_check_buffer(buffer, "accel_buffer_read");
+  }
   if (status != ACCEL_OK) return status;
   if (dst == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -186,6 +193,12 @@ accel_status_t accel_buffer_copy(accel_buffer_t* dst, size_t dst_offset,
     status =
         accel__check_range("accel_buffer_copy", "src", src, src_offset, size);
   }
+  if (status == ACCEL_OK) {
+    status = accel__graph_check_buffer(dst, "accel_buffer_copy");
+  }
+  if (status == ACCEL_OK) {
+    status = accel__graph_check_buffer(src, "accel_buffer_copy");
+  }
   if (status != ACCEL_OK) return status;
   accel_device_t* d = dst->device;
   accel_device_t* s = src->device;
@@ -208,6 +221,9 @@ accel_status_t accel_buffer_fill(accel_buffer_t* buffer, size_t offset,
   ACCEL__TRACE_API("accel_buffer_fill");
   accel_status_t status =
       accel__check_range("accel_buffer_fill", "dst", buffer, offset, size);
+  if (status == ACCEL_OK) {
+    status = accel__graph_check_buffer(buffer, "accel_buffer_fill");
+  }
   if (status != ACCEL_OK) return status;
   accel_device_t* d = buffer->device;
   return d->ops->memset(d->impl, NULL, buffer->impl,

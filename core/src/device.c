@@ -265,6 +265,8 @@ accel_status_t accel_device_query_info(accel_device_t* device,
   if (!device->plugin->has_pinned) info.caps &= ~ACCEL_DEVICE_CAP_PINNED_MEMORY;
   if (!device->plugin->has_timing) info.caps &= ~ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (!device->plugin->has_kernels) info.caps &= ~ACCEL_DEVICE_CAP_KERNELS;
+  // Graphs work on every device: natively or replayed by the core (graph.h).
+  info.caps |= ACCEL_DEVICE_CAP_GRAPHS;
   memcpy(info.module_target, device->module_target, sizeof(info.module_target));
   // -- since accel 0.2: ABI 1.3 properties (zero from older plugins) --
   info.max_alloc_size = props.max_alloc_size;

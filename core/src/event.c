@@ -3,6 +3,7 @@
 // Events: markers in a stream to wait on and to time.
 #include <stdlib.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -75,6 +76,7 @@ accel_status_t accel_event_record(accel_event_t* event,
                        "stream is on %s",
                        event->device->uri, stream->device->uri);
   }
+  if (accel__capturing(stream)) return accel__graph_event_record(stream, event);
   accel_status_t status =
       event->device->ops->event_record(event->impl, stream->impl);
   if (status == ACCEL_OK) atomic_store(&event->recorded, true);
@@ -87,6 +89,9 @@ accel_status_t accel_event_synchronize(accel_event_t* event) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_event_synchronize: event is NULL");
   }
+  accel_status_t status =
+      accel__graph_check_event(event, "accel_event_synchronize");
+  if (status != ACCEL_OK) return status;
   return event->device->ops->event_synchronize(event->impl);
 }
 
@@ -97,6 +102,8 @@ accel_status_t accel_event_query(accel_event_t* event, bool* out_done) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_event_query: event and out_done are required");
   }
+  accel_status_t status = accel__graph_check_event(event, "accel_event_query");
+  if (status != ACCEL_OK) return status;
   return event->device->ops->event_query(event->impl, out_done);
 }
 
@@ -122,5 +129,8 @@ accel_status_t accel_event_elapsed_ms(accel_event_t* start, accel_event_t* end,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: both events must have been recorded", what);
   }
+  accel_status_t status = accel__graph_check_event(start, what);
+  if (status == ACCEL_OK) status = accel__graph_check_event(end, what);
+  if (status != ACCEL_OK) return status;
   return start->device->ops->event_elapsed_ms(start->impl, end->impl, out_ms);
 }

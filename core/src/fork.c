@@ -99,6 +99,10 @@ ACCEL__STUB(op_rng, (void* d, void* s, void* x, uint64_t o, uint32_t t,
 ACCEL__STUB(native_handle, (void* d, uint32_t k, void* o, uint64_t* h))
 ACCEL__STUB(host_register, (void* d, void* p, size_t n))
 ACCEL__VOID_STUB(host_unregister, (void* d, void* p))
+ACCEL__STUB(stream_begin_capture, (void* s))
+ACCEL__STUB(stream_end_capture, (void* s, void** o))
+ACCEL__STUB(graph_launch, (void* g, void* s))
+ACCEL__VOID_STUB(graph_destroy, (void* g))
 ACCEL__VOID_STUB(device_close, (void* d))
 #pragma GCC diagnostic pop
 
@@ -134,6 +138,8 @@ static void accel__plugin_forked(accel__plugin_t* plugin) {
   ACCEL__SET(o, op_rng);
   ACCEL__SET(o, native_handle), ACCEL__SET(o, host_register);
   ACCEL__SET(o, host_unregister);
+  ACCEL__SET(o, stream_begin_capture), ACCEL__SET(o, stream_end_capture);
+  ACCEL__SET(o, graph_launch), ACCEL__SET(o, graph_destroy);
   ACCEL__SET(&plugin->desc, device_close);
 }
 

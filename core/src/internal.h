@@ -328,6 +328,7 @@ struct accel_stream {
   void* impl;
   accel__pool_t* pool;  // the allocator's pool for this stream, or NULL
   _Atomic(void*) trace;  // trace_stream.c's state while tracing, or NULL
+  _Atomic(void*) capture;  // the graph it is capturing (graph.c), or NULL
   // Set once the plugin stream is destroyed (its work done), for holders
   // of weak references that wait for it (module.c).
   atomic_bool destroyed;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -443,7 +444,7 @@ void accel_launch_config_init(accel_launch_config_t* config) {
 }
 
 // Checks the geometry of `config` against `device`.
-static accel_status_t accel__check_config(const char* what,
+accel_status_t accel__kernel_check_config(const char* what,
                                           const accel_device_t* device,
                                           const accel_launch_config_t* c) {
   if (c->struct_size < sizeof(accel_launch_config_t)) {
@@ -501,8 +502,8 @@ static accel_status_t accel__check_config(const char* what,
 }
 
 // Checks argument `i` and translates it for the plugin.
-static accel_status_t accel__translate_arg(const char* what,
-                                           const accel_stream_t* stream,
+accel_status_t accel__kernel_translate_arg(const char* what,
+                                           const accel_device_t* device,
                                            size_t i,
                                            const accel_kernel_arg_t* arg,
                                            accel_plugin_arg_t* out) {
@@ -542,10 +543,10 @@ static accel_status_t accel__translate_arg(const char* what,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: args[%zu] buffer was already released", what, i);
   }
-  if (buffer->device != stream->device) {
+  if (buffer->device != device) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: args[%zu] buffer is on %s but the stream is on %s",
-                       what, i, buffer->device->uri, stream->device->uri);
+                       what, i, buffer->device->uri, device->uri);
   }
   if (arg->offset >= buffer->size) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -558,14 +559,14 @@ static accel_status_t accel__translate_arg(const char* what,
   out->offset = accel__buffer_offset(buffer, arg->offset);
   // Handle-based memory (ABI 1.3): a plugin offset becomes a sub-buffer
   // origin, which the device may require to be aligned.
-  uint32_t align = stream->device->buffer_offset_alignment;
+  uint32_t align = device->buffer_offset_alignment;
   if (align > 1 && out->offset % align != 0) {
     return accel__fail(ACCEL_ERROR_UNSUPPORTED,
                        "%s: args[%zu] is at offset %llu of its device "
                        "allocation (buffer offset %zu), not a multiple of "
                        "%s's buffer_offset_alignment of %u bytes",
                        what, i, (unsigned long long)out->offset, arg->offset,
-                       stream->device->uri, align);
+                       device->uri, align);
   }
   return ACCEL_OK;
 }
@@ -587,7 +588,7 @@ accel_status_t accel_kernel_launch(accel_kernel_t* kernel,
                        "%s: the kernel is on %s but the stream is on %s", what,
                        device->uri, stream->device->uri);
   }
-  accel_status_t status = accel__check_config(what, device, config);
+  accel_status_t status = accel__kernel_check_config(what, device, config);
   if (status != ACCEL_OK) return status;
   if (num_args > 0 && args == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
@@ -607,7 +608,8 @@ accel_status_t accel_kernel_launch(accel_kernel_t* kernel,
     }
   }
   for (size_t i = 0; i < num_args && status == ACCEL_OK; i++) {
-    status = accel__translate_arg(what, stream, i, &args[i], &translated[i]);
+    status = accel__kernel_translate_arg(what, stream->device, i, &args[i],
+                                         &translated[i]);
   }
   // Only once every argument is valid: tell the allocator which buffers
   // this stream is about to use.
@@ -625,7 +627,10 @@ accel_status_t accel_kernel_launch(accel_kernel_t* kernel,
     launch.shared_mem_bytes = config->shared_mem_bytes;
     launch.num_args = (uint32_t)num_args;
     launch.args = translated;
-    status = device->ops->launch(kernel->impl, stream->impl, &launch);
+    status = accel__capturing(stream)
+                 ? accel__graph_launch_kernel(stream, kernel, kernel->impl,
+                                              &launch, args)
+                 : device->ops->launch(kernel->impl, stream->impl, &launch);
   }
   if (translated != stack_args) free(translated);
   if (status != ACCEL_OK) return status;

@@ -7,6 +7,7 @@
 // is a GEMM's workspace, lent from the caching allocator (ABI 1.2).
 #include <string.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -227,6 +228,9 @@ accel_status_t accel_op_fill(accel_stream_t* stream, accel_buffer_t* dst,
   accel_status_t status =
       accel__check_elementwise(what, stream, false, count, ops, 1);
   if (status != ACCEL_OK || count == 0) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_fill(stream, dst, dst_offset, dtype, count, value);
+  }
   accel_device_t* d = stream->device;
   status = d->ops->op_fill(d->impl, stream->impl, accel__buffer_mem(dst),
                            accel__buffer_offset(dst, dst_offset),
@@ -247,6 +251,10 @@ accel_status_t accel_op_cast(accel_stream_t* stream, accel_buffer_t* dst,
   accel_status_t status =
       accel__check_elementwise(what, stream, false, count, ops, 2);
   if (status != ACCEL_OK || count == 0) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_cast(stream, dst, dst_offset, dst_dtype, src,
+                                src_offset, src_dtype, count);
+  }
   accel_device_t* d = stream->device;
   status = d->ops->op_cast(d->impl, stream->impl, accel__buffer_mem(dst),
                            accel__buffer_offset(dst, dst_offset),
@@ -265,6 +273,9 @@ accel_status_t accel_op_scale(accel_stream_t* stream, accel_buffer_t* x,
   accel_status_t status =
       accel__check_elementwise(what, stream, true, count, ops, 1);
   if (status != ACCEL_OK || count == 0) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_scale(stream, x, x_offset, dtype, count, alpha);
+  }
   accel_device_t* d = stream->device;
   status = d->ops->op_scale(d->impl, stream->impl, accel__buffer_mem(x),
                             accel__buffer_offset(x, x_offset), (uint32_t)dtype,
@@ -283,6 +294,10 @@ accel_status_t accel_op_axpy(accel_stream_t* stream, accel_buffer_t* y,
   accel_status_t status =
       accel__check_elementwise(what, stream, true, count, ops, 2);
   if (status != ACCEL_OK || count == 0) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_axpy(stream, y, y_offset, x, x_offset, dtype,
+                                count, alpha);
+  }
   accel_device_t* d = stream->device;
   status = d->ops->op_axpy(
       d->impl, stream->impl, accel__buffer_mem(y),
@@ -304,6 +319,10 @@ static accel_status_t accel__op_binary(const char* what, bool mul,
   accel_status_t status =
       accel__check_elementwise(what, stream, false, count, ops, 3);
   if (status != ACCEL_OK || count == 0) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_binary(stream, mul, z, z_offset, x, x_offset, y,
+                                  y_offset, dtype, count);
+  }
   accel_device_t* d = stream->device;
   status = (mul ? d->ops->op_mul : d->ops->op_add)(
       d->impl, stream->impl, accel__buffer_mem(z),
@@ -362,6 +381,10 @@ accel_status_t accel_op_sum(accel_stream_t* stream, accel_buffer_t* out,
     status = accel__use(stream, out, count != 0 ? x : NULL, NULL);
   }
   if (status != ACCEL_OK) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_sum(stream, out, out_offset, x, x_offset, dtype,
+                               count);
+  }
   accel_device_t* d = stream->device;
   if (count == 0) {
     // The sum of nothing is 0 in every dtype: a fill, which every plugin
@@ -608,7 +631,9 @@ accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
   status = accel__gemm_workspace(what, stream, &p, &workspace);
   if (status == ACCEL_OK) {
     accel_device_t* d = stream->device;
-    status = d->ops->op_gemm(d->impl, stream->impl, &p);
+    status = accel__capturing(stream)
+                 ? accel__graph_op_gemm(stream, &p, gemm, workspace)
+                 : d->ops->op_gemm(d->impl, stream->impl, &p);
   }
   // Back to the stream's pool at once: only work enqueued after the GEMM
   // on this stream can reuse it (allocator.c, stream-ordered reuse).

@@ -6,6 +6,7 @@
 // every plugin runs; the core computes none.
 #include <float.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 
 // torch's default seed, so a fresh device starts where torch.cuda does.
@@ -81,6 +82,10 @@ static accel_status_t accel__rng_fill(const char* what, accel_stream_t* stream,
   if (status != ACCEL_OK || count == 0) return status;
   status = accel__buffer_use(dst, stream);
   if (status != ACCEL_OK) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_op_rng(stream, dst, dst_offset, dtype, count,
+                               distribution, seed, offset, generator, a, b);
+  }
   accel_device_t* d = stream->device;
   if (generator) {
     seed = atomic_load(&d->rng_seed_xor) ^ ACCEL__RNG_DEFAULT_SEED;

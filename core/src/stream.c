@@ -4,6 +4,7 @@
 // and hands the work to the plugin, which enqueues it.
 #include <stdlib.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -53,6 +54,7 @@ void accel_stream_release(accel_stream_t* stream) {
   if (refs == 0) accel__handle_dead("accel_stream_release", "stream", stream);
   if (refs != 1) return;
   accel_device_t* device = stream->device;
+  accel__graph_stream_dying(stream);
   accel__stream_live_remove(stream);
   // The allocator must know before the plugin stream goes (it may be
   // recording an event on it) and after its work is done (its cached
@@ -94,6 +96,9 @@ accel_status_t accel_stream_synchronize(accel_stream_t* stream) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_stream_synchronize: stream is NULL");
   }
+  if (accel__capturing(stream)) {
+    return accel__graph_illegal_wait(stream, "accel_stream_synchronize");
+  }
   accel_status_t status = stream->device->ops->stream_synchronize(stream->impl);
   if (status == ACCEL_OK) accel__trace_stream_resolve(stream);
   return status;
@@ -105,6 +110,9 @@ accel_status_t accel_stream_query(accel_stream_t* stream, bool* out_done) {
   if (stream == NULL || out_done == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_stream_query: stream and out_done are required");
+  }
+  if (accel__capturing(stream)) {
+    return accel__graph_illegal_wait(stream, "accel_stream_query");
   }
   return stream->device->ops->stream_query(stream->impl, out_done);
 }
@@ -123,6 +131,10 @@ accel_status_t accel_stream_wait_event(accel_stream_t* stream,
                        "event is on %s, another backend",
                        stream->device->uri, event->device->uri);
   }
+  if (accel__capturing(stream)) return accel__graph_event_wait(stream, event);
+  accel_status_t status =
+      accel__graph_check_event(event, "accel_stream_wait_event");
+  if (status != ACCEL_OK) return status;
   return stream->device->ops->stream_wait_event(stream->impl, event->impl);
 }
 
@@ -167,6 +179,9 @@ accel_status_t accel_stream_write_buffer(accel_stream_t* stream,
   }
   status = accel__buffer_use(dst, stream);
   if (status != ACCEL_OK) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_copy_h2d(stream, dst, dst_offset, src, size);
+  }
   accel_device_t* d = stream->device;
   return d->ops->copy_h2d(d->impl, stream->impl, dst->impl,
                           accel__buffer_offset(dst, dst_offset), src, size);
@@ -185,6 +200,9 @@ accel_status_t accel_stream_read_buffer(accel_stream_t* stream,
   }
   status = accel__buffer_use(src, stream);
   if (status != ACCEL_OK) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_copy_d2h(stream, dst, src, src_offset, size);
+  }
   accel_device_t* d = stream->device;
   return d->ops->copy_d2h(d->impl, stream->impl, dst, src->impl,
                           accel__buffer_offset(src, src_offset), size);
@@ -213,6 +231,10 @@ accel_status_t accel_stream_copy_buffer(accel_stream_t* stream,
   status = accel__buffer_use(dst, stream);
   if (status == ACCEL_OK) status = accel__buffer_use(src, stream);
   if (status != ACCEL_OK) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_copy_d2d(stream, dst, dst_offset, src, src_offset,
+                                 size);
+  }
   uint64_t dst_at = accel__buffer_offset(dst, dst_offset);
   uint64_t src_at = accel__buffer_offset(src, src_offset);
   if (s == d) {
@@ -231,6 +253,9 @@ accel_status_t accel_stream_fill_buffer(accel_stream_t* stream,
       "accel_stream_fill_buffer", "dst", stream, dst, offset, size);
   if (status == ACCEL_OK) status = accel__buffer_use(dst, stream);
   if (status != ACCEL_OK) return status;
+  if (accel__capturing(stream)) {
+    return accel__graph_memset(stream, dst, offset, value, size);
+  }
   accel_device_t* d = stream->device;
   return d->ops->memset(d->impl, stream->impl, dst->impl,
                         accel__buffer_offset(dst, offset), value, size);

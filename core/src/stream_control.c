@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "graph_internal.h"
 #include "internal.h"
 
 static pthread_mutex_t accel__live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -63,6 +64,9 @@ accel_status_t accel_device_synchronize(accel_device_t* device) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "accel_device_synchronize: device is NULL");
   }
+  accel_status_t illegal =
+      accel__graph_check_device(device, "accel_device_synchronize");
+  if (illegal != ACCEL_OK) return illegal;
   // Snapshot the live streams with a reference each, then wait unlocked.
   size_t count = 0, capacity = 0;
   accel_stream_t** streams = NULL;

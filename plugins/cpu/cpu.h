@@ -63,6 +63,7 @@ typedef struct accel_cpu_blas accel_cpu_blas_t;
 typedef struct accel_cpu_onednn accel_cpu_onednn_t;
 typedef struct accel_cpu_engines accel_cpu_engines_t;
 typedef struct accel_cpu_scratch accel_cpu_scratch_t;
+typedef struct accel_cpu_graph accel_cpu_graph_t;
 
 // ---------------------------------------------------------------------------
 // Plugin state (plugin.c, device.c)
@@ -216,6 +217,7 @@ typedef enum accel_cpu_task_kind {
   ACCEL_CPU_TASK_RECORD = 2,  // completes generation `gen` of `event`
   ACCEL_CPU_TASK_WAIT = 3,    // blocks until generation `gen` completes
   ACCEL_CPU_TASK_CALL = 4,    // runs `call.fn` (ops, GEMM, launches)
+  ACCEL_CPU_TASK_GRAPH = 5,   // runs the tasks of `graph` (graph.c)
 } accel_cpu_task_kind_t;
 
 // Body of a CALL task, run on the stream's worker with the arguments the
@@ -253,6 +255,7 @@ struct accel_cpu_task {
       accel_cpu_call_fn_t fn;
       void* arg;  // `arg_size` bytes allocated with the task, 64-aligned
     } call;
+    accel_cpu_graph_t* graph;  // GRAPH: holds a reference
   } u;
 };
 
@@ -326,9 +329,32 @@ void accel_cpu_stream_inline_end(accel_cpu_stream_t* stream, bool held,
 accel_status_t accel_cpu_stream_create(void* device, accel_stream_flags_t flags,
                                        void** out_stream);
 void accel_cpu_stream_destroy(void* stream);
+// plugin ABI 1.4: native graphs (graph.c). While a stream captures, every
+// COPY, FILL and CALL task submitted to it goes to the capture's list
+// instead of the queue (and nothing runs inline); graph_launch queues one
+// GRAPH task that runs the list in order on the worker, so a launch of a
+// graph of any length costs the enqueue of one task.
+accel_status_t accel_cpu_stream_begin_capture(void* stream);
+accel_status_t accel_cpu_stream_end_capture(void* stream, void** out_graph);
+accel_status_t accel_cpu_graph_launch(void* graph, void* stream);
+void accel_cpu_graph_destroy(void* graph);
 accel_status_t accel_cpu_stream_synchronize(void* stream);
 accel_status_t accel_cpu_stream_query(void* stream, bool* out_done);
 accel_status_t accel_cpu_stream_wait_event(void* stream, void* event);
+
+// Graphs (graph.c) for stream.c: a new, empty capture (NULL when out of
+// host memory); adding a submitted task to one (taking it; a RECORD or
+// WAIT task, which the core never sends, is completed at once and marks
+// the capture failed); checking a finished capture (a failed one is
+// released, with the reason through host->fail); running one; dropping a
+// reference.
+accel_cpu_graph_t* accel_cpu_graph_create(accel_cpu_device_t* device);
+void accel_cpu_graph_add(accel_cpu_graph_t* graph, accel_cpu_task_t* task);
+accel_status_t accel_cpu_graph_finish(accel_cpu_graph_t* graph);
+accel_status_t accel_cpu_graph_run(accel_cpu_device_t* device,
+                                   accel_cpu_graph_t* graph, char* message,
+                                   size_t message_size);
+void accel_cpu_graph_release(accel_cpu_graph_t* graph);
 
 // ---------------------------------------------------------------------------
 // Events (event.c)

@@ -307,6 +307,11 @@ static accel_status_t accel_cpu_launch_call(accel_cpu_device_t* device,
   accel_cpu_launch_task_t* t = arg;
   accel_cpu_pool_t* pool = atomic_load(&device->plugin->pool);
   uint32_t width = accel_cpu_pool_width(pool);
+  // A captured launch runs once per graph launch (graph.c): each run
+  // starts without the failure of the one before.
+  atomic_store_explicit(&t->fail_claimed, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->fail_status, 0, memory_order_relaxed);
+  t->fail_message[0] = '\0';
   if (t->shared_mem_bytes != 0) {
     t->shared_stride = ((size_t)t->shared_mem_bytes + ACCEL_CPU_ALIGNMENT - 1) &
                        ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);

@@ -83,6 +83,10 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .op_rng = accel_cpu_op_rng,
     // -- since ABI 1.4 --
     .native_handle = accel_cpu_native_handle,
+    .stream_begin_capture = accel_cpu_stream_begin_capture,
+    .stream_end_capture = accel_cpu_stream_end_capture,
+    .graph_launch = accel_cpu_graph_launch,
+    .graph_destroy = accel_cpu_graph_destroy,
 };
 
 static const accel_plugin_t accel_cpu_plugin = {

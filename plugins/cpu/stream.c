@@ -66,6 +66,7 @@ struct accel_cpu_stream {
   uint64_t enqueued;
   uint64_t completed;
   bool inline_busy;  // inline work runs on a caller's thread (see above)
+  accel_cpu_graph_t* capture;  // tasks go here while set (graph.c)
   bool stopping;
   bool worker_sleeping;  // the worker waits in work_cv (not spinning)
   // Copies of `enqueued` and `completed`, written under `mutex`, read
@@ -125,6 +126,11 @@ void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
                              accel_cpu_task_t* task) {
   task->next = NULL;
   pthread_mutex_lock(&stream->mutex);
+  if (stream->capture != NULL) {
+    accel_cpu_graph_add(stream->capture, task);
+    pthread_mutex_unlock(&stream->mutex);
+    return;
+  }
   if (task->kind == ACCEL_CPU_TASK_RECORD &&
       stream->completed == stream->enqueued) {
     // Idle: the worker would run it next, the same way. A sticky error
@@ -149,7 +155,8 @@ void accel_cpu_stream_submit(accel_cpu_stream_t* stream,
 bool accel_cpu_stream_inline_begin(accel_cpu_stream_t* stream, bool hold) {
   pthread_mutex_lock(&stream->mutex);
   bool idle = stream->completed == stream->enqueued &&
-              stream->error == ACCEL_OK && !stream->stopping;
+              stream->error == ACCEL_OK && !stream->stopping &&
+              stream->capture == NULL;
   if (!idle) {
     pthread_mutex_unlock(&stream->mutex);
     return false;
@@ -216,6 +223,14 @@ static accel_status_t accel_cpu_task_run(accel_cpu_device_t* device,
       accel_cpu_event_wait(task->u.event.event, task->u.event.gen);
       accel_cpu_event_release(task->u.event.event);
       break;
+    case ACCEL_CPU_TASK_GRAPH: {
+      accel_status_t status =
+          failed ? ACCEL_OK
+                 : accel_cpu_graph_run(device, task->u.graph, out_message,
+                                       ACCEL_CPU_MESSAGE_SIZE);
+      accel_cpu_graph_release(task->u.graph);
+      return status;
+    }
   }
   return ACCEL_OK;
 }
@@ -381,4 +396,49 @@ accel_status_t accel_cpu_stream_wait_event(void* stream_ptr, void* event_ptr) {
   task->u.event.gen = gen;
   accel_cpu_stream_submit(stream, task);
   return ACCEL_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Capture (plugin ABI 1.4; the graphs themselves are in graph.c)
+// ---------------------------------------------------------------------------
+
+accel_status_t accel_cpu_stream_begin_capture(void* stream_ptr) {
+  accel_cpu_stream_t* stream = stream_ptr;
+  const accel_host_t* host = stream->device->host;
+  accel_cpu_graph_t* graph = accel_cpu_graph_create(stream->device);
+  if (graph == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                      "cpu:%u: no host memory to capture a graph",
+                      stream->device->index);
+  }
+  pthread_mutex_lock(&stream->mutex);
+  bool busy = stream->capture != NULL;
+  if (!busy) stream->capture = graph;
+  pthread_mutex_unlock(&stream->mutex);
+  if (busy) {
+    accel_cpu_graph_release(graph);
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "cpu:%u: the stream is capturing already",
+                      stream->device->index);
+  }
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_stream_end_capture(void* stream_ptr,
+                                            void** out_graph) {
+  accel_cpu_stream_t* stream = stream_ptr;
+  *out_graph = NULL;
+  pthread_mutex_lock(&stream->mutex);
+  accel_cpu_graph_t* graph = stream->capture;
+  stream->capture = NULL;
+  pthread_mutex_unlock(&stream->mutex);
+  if (graph == NULL) {
+    const accel_host_t* host = stream->device->host;
+    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                      "cpu:%u: the stream is not capturing",
+                      stream->device->index);
+  }
+  accel_status_t status = accel_cpu_graph_finish(graph);
+  if (status == ACCEL_OK) *out_graph = graph;
+  return status;
 }

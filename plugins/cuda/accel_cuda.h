@@ -17,6 +17,7 @@
 //   GEMM                 gemm.c    cuBLAS, opened at the first GEMM
 //   interop              interop.c addresses, wrapped memory, native
 //                                  handles, host registration
+//   graphs               graph.c   stream capture and CUDA graphs
 //
 // Every driver call that needs a context runs between
 // accel_cuda_context_push and _pop, so the plugin never changes which
@@ -240,6 +241,14 @@ void accel_cuda_stream_destroy(void* stream);
 accel_status_t accel_cuda_stream_synchronize(void* stream);
 accel_status_t accel_cuda_stream_query(void* stream, bool* out_done);
 accel_status_t accel_cuda_stream_wait_event(void* stream, void* event);
+// plugin ABI 1.4: native graphs (graph.c): stream capture in relaxed mode
+// (cuStreamBeginCapture), a CUgraph instantiated at the end of the capture
+// (cuStreamEndCapture, cuGraphInstantiateWithFlags) and launched with
+// cuGraphLaunch. Never run on GPU hardware: only on tests/cuda/fakecuda.
+accel_status_t accel_cuda_stream_begin_capture(void* stream);
+accel_status_t accel_cuda_stream_end_capture(void* stream, void** out_graph);
+accel_status_t accel_cuda_graph_launch(void* graph, void* stream);
+void accel_cuda_graph_destroy(void* graph);
 
 // An event and whether it was created with ACCEL_EVENT_TIMING.
 typedef struct accel_cuda_event {

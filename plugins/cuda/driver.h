@@ -81,6 +81,12 @@
   X(cuStreamSynchronize, 2000, "cuStreamSynchronize")                 \
   X(cuStreamQuery, 2000, "cuStreamQuery")                             \
   X(cuStreamWaitEvent, 3020, "cuStreamWaitEvent")                     \
+  X(cuStreamBeginCapture, 10010, "cuStreamBeginCapture_v2")          \
+  X(cuStreamEndCapture, 10000, "cuStreamEndCapture")                  \
+  X(cuGraphInstantiateWithFlags, 11040, "cuGraphInstantiateWithFlags") \
+  X(cuGraphLaunch, 10000, "cuGraphLaunch")                            \
+  X(cuGraphExecDestroy, 10000, "cuGraphExecDestroy")                  \
+  X(cuGraphDestroy, 10000, "cuGraphDestroy")                          \
   X(cuEventCreate, 2000, "cuEventCreate")                             \
   X(cuEventDestroy, 4000, "cuEventDestroy_v2")                        \
   X(cuEventRecord, 2000, "cuEventRecord")                             \

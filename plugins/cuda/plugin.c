@@ -90,6 +90,10 @@ static const accel_device_ops_t accel_cuda_device_ops = {
     .native_handle = accel_cuda_native_handle,
     .host_register = accel_cuda_host_register,
     .host_unregister = accel_cuda_host_unregister,
+    .stream_begin_capture = accel_cuda_stream_begin_capture,
+    .stream_end_capture = accel_cuda_stream_end_capture,
+    .graph_launch = accel_cuda_graph_launch,
+    .graph_destroy = accel_cuda_graph_destroy,
 };
 
 static const accel_plugin_t accel_cuda_plugin = {

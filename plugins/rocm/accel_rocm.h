@@ -284,6 +284,14 @@ void accel_rocm_stream_destroy(void* stream);
 accel_status_t accel_rocm_stream_synchronize(void* stream);
 accel_status_t accel_rocm_stream_query(void* stream, bool* out_done);
 accel_status_t accel_rocm_stream_wait_event(void* stream, void* event);
+// plugin ABI 1.4: native graphs (graph.c): hipStreamBeginCapture in relaxed
+// mode, hipStreamEndCapture and hipGraphInstantiate, hipGraphLaunch. A
+// runtime without the graph entry points makes begin UNSUPPORTED (the core
+// then replays). Never run on AMD hardware: only on tests/rocm/fakehip.
+accel_status_t accel_rocm_stream_begin_capture(void* stream);
+accel_status_t accel_rocm_stream_end_capture(void* stream, void** out_graph);
+accel_status_t accel_rocm_graph_launch(void* graph, void* stream);
+void accel_rocm_graph_destroy(void* graph);
 
 // An event. `recorded` (atomic) is false until the first record: HIP
 // leaves waiting on a never-recorded event to the implementation, the

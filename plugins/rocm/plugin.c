@@ -119,6 +119,10 @@ static const accel_device_ops_t accel_rocm_device_ops = {
     .native_handle = accel_rocm_native_handle,
     .host_register = accel_rocm_host_register,
     .host_unregister = accel_rocm_host_unregister,
+    .stream_begin_capture = accel_rocm_stream_begin_capture,
+    .stream_end_capture = accel_rocm_stream_end_capture,
+    .graph_launch = accel_rocm_graph_launch,
+    .graph_destroy = accel_rocm_graph_destroy,
 };
 
 static const accel_plugin_t accel_rocm_plugin = {

@@ -195,6 +195,12 @@ accel_status_t accel_rocm_runtime_open(const accel_host_t* host,
   }
   rt->device_count = count > 0 ? count : 0;
   accel_rocm_open_rtc(rt);
+  rt->has_graphs = true;
+#define ACCEL_ROCM_RESOLVE(name, ret, params)                            \
+  accel_rocm_sym(rt->handle, #name, (void*)&rt->name, sizeof(rt->name)); \
+  rt->has_graphs = rt->has_graphs && rt->name != NULL;
+  ACCEL_ROCM_GRAPH_SYMBOLS(ACCEL_ROCM_RESOLVE)
+#undef ACCEL_ROCM_RESOLVE
   return ACCEL_OK;
 
 fail:

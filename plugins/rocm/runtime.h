@@ -103,6 +103,20 @@
   X(hiprtcGetCode, hiprtcResult, (hiprtcProgram prog, char* code))          \
   X(hiprtcDestroyProgram, hiprtcResult, (hiprtcProgram * prog))
 
+// Graph entry points, all or none (optional: native graphs, plugin ABI
+// 1.4; every HIP 5 runtime has them, but a runtime without them still
+// loads, and the core then replays its graphs).
+#define ACCEL_ROCM_GRAPH_SYMBOLS(X)                                        \
+  X(hipStreamBeginCapture, hipError_t,                                     \
+    (hipStream_t stream, hipStreamCaptureMode mode))                       \
+  X(hipStreamEndCapture, hipError_t, (hipStream_t stream, hipGraph_t* g)) \
+  X(hipGraphInstantiate, hipError_t,                                       \
+    (hipGraphExec_t * exec, hipGraph_t graph, hipGraphNode_t * error_node, \
+     char* log, size_t log_size))                                          \
+  X(hipGraphLaunch, hipError_t, (hipGraphExec_t exec, hipStream_t stream)) \
+  X(hipGraphExecDestroy, hipError_t, (hipGraphExec_t exec))                \
+  X(hipGraphDestroy, hipError_t, (hipGraph_t graph))
+
 // hipGetDeviceProperties in the R0000 layout (ROCm 5's hipDeviceProp_t).
 typedef hipError_t (*accel_rocm_props_fn_t)(hipDeviceProp_t* props, int device);
 
@@ -120,11 +134,13 @@ typedef struct accel_rocm_runtime {
 #define ACCEL_ROCM_FIELD(name, ret, params) ret(*name) params;
   ACCEL_ROCM_HIP_SYMBOLS(ACCEL_ROCM_FIELD)
   ACCEL_ROCM_RTC_SYMBOLS(ACCEL_ROCM_FIELD)
+  ACCEL_ROCM_GRAPH_SYMBOLS(ACCEL_ROCM_FIELD)
 #undef ACCEL_ROCM_FIELD
   // hipGetDevicePropertiesR0000 (ROCm 6+) or hipGetDeviceProperties
   // (ROCm 5): both fill the R0000 layout; used only for gcnArchName.
   accel_rocm_props_fn_t get_props;
   bool has_rtc;  // every hiprtc entry point resolved
+  bool has_graphs;  // every graph entry point resolved
 } accel_rocm_runtime_t;
 
 // Opens, resolves and initialises the runtime into `rt` (zeroed by the

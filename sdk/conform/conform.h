@@ -82,6 +82,7 @@ const conform_check_t* conform_threads_checks(size_t* out_count);
 const conform_check_t* conform_round_checks(size_t* out_count);
 const conform_check_t* conform_resource_checks(size_t* out_count);
 const conform_check_t* conform_rng_checks(size_t* out_count);
+const conform_check_t* conform_graph_checks(size_t* out_count);
 const conform_check_t* conform_interop_checks(size_t* out_count);
 // Last: a failed kernel may leave a GPU context unusable.
 const conform_check_t* conform_error_checks(size_t* out_count);

@@ -152,6 +152,18 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
     result = conform_report(ctx, CONFORM_FAIL,
                             "module_load, module_unload, module_function and "
                             "launch must be set together");
+  } else if ((CONFORM_OP(ops, stream_begin_capture) == NULL) !=
+                 (CONFORM_OP(ops, stream_end_capture) == NULL) ||
+             (CONFORM_OP(ops, stream_begin_capture) == NULL) !=
+                 (CONFORM_OP(ops, graph_launch) == NULL) ||
+             (CONFORM_OP(ops, stream_begin_capture) == NULL) !=
+                 (CONFORM_OP(ops, graph_destroy) == NULL)) {
+    // The core would replay this plugin's graphs: not an error there, but
+    // surely not what its author meant (plugin.h: set them together).
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "stream_begin_capture, stream_end_capture, "
+                            "graph_launch and graph_destroy must be set "
+                            "together");
   } else {
     unsigned optional = 0;
     const char* names[] = {

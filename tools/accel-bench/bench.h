@@ -385,6 +385,7 @@ extern const bench_suite_t bench_suite_startup;
 extern const bench_suite_t bench_suite_gemm;
 extern const bench_suite_t bench_suite_elementwise;
 extern const bench_suite_t bench_suite_launch;
+extern const bench_suite_t bench_suite_graph;
 
 // Every suite in run order; NULL-terminated.
 extern const bench_suite_t* const bench_suites[];

@@ -9,5 +9,6 @@ const bench_suite_t* const bench_suites[] = {
     &bench_suite_dispatch,    &bench_suite_alloc,
     &bench_suite_copy,        &bench_suite_gemm,
     &bench_suite_elementwise, &bench_suite_launch,
-    &bench_suite_startup,     NULL,
+    &bench_suite_graph,       &bench_suite_startup,
+    NULL,
 };

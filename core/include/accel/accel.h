@@ -1313,4 +1313,7 @@ ACCEL_API accel_status_t accel_image_describe(const void* image, size_t size,
 // header, part of this one.
 #include <accel/comm.h>
 
+// Graphs: capture a stream's work and launch it again.
+#include <accel/graph.h>
+
 #endif  // ACCEL_ACCEL_H_

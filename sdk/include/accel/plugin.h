@@ -670,6 +670,8 @@ typedef struct accel_device_ops {
   // Set with stream_begin_capture, graph_launch and graph_destroy.
   accel_status_t (*stream_end_capture)(void* stream, void** out_graph);
   // (optional) Enqueues one run of `graph` on `stream`, in stream order.
+  // The core orders the launches of one graph (a launch on another stream
+  // waits for the previous one), so two runs of a graph never overlap.
   accel_status_t (*graph_launch)(void* graph, void* stream);
   // (optional) Destroys a graph once its enqueued runs have finished.
   void (*graph_destroy)(void* graph);

@@ -25,8 +25,11 @@ typedef enum {
   FAKECUDA_CALL,
   FAKECUDA_RECORD,
   FAKECUDA_WAIT,
+  FAKECUDA_GRAPH,  // runs the tasks of `body` (a graph launch)
   FAKECUDA_STOP
 } fakecuda_task_kind_t;
+
+typedef struct fakecuda_body fakecuda_body_t;
 
 typedef struct fakecuda_task {
   struct fakecuda_task* next;
@@ -45,6 +48,7 @@ typedef struct fakecuda_task {
   unsigned char* args;                // the arguments, copied at launch
   bool (*call)(void* arg);            // FAKECUDA_CALL
   void* arg;
+  fakecuda_body_t* body;  // FAKECUDA_GRAPH: holds a reference
 } fakecuda_task_t;
 
 struct CUstream_st {
@@ -55,6 +59,10 @@ struct CUstream_st {
   fakecuda_task_t *head, *tail;  // head runs while it stays in the list
   int pending;                   // queued or running tasks
   bool lazy;                     // the legacy stream: each task starts late
+  // While capturing, submitted work goes to `capture` instead (guarded
+  // by `mutex`); a call illegal in a capture invalidates it.
+  fakecuda_body_t* capture;
+  bool capture_invalid;
   pthread_t worker;
 };
 
@@ -102,9 +110,12 @@ static void fakecuda_event_wait(CUevent e, uint64_t gen) {
   pthread_mutex_unlock(&e->mutex);
 }
 
-// Runs `t` for `ctx` and frees what it owns (not `t`). A context with a
-// sticky error runs no more work, but its events still complete.
-static void fakecuda_task_run(CUcontext ctx, fakecuda_task_t* t) {
+static void fakecuda_body_run(CUcontext ctx, const fakecuda_body_t* body);
+static void fakecuda_body_release(fakecuda_body_t* body);
+
+// Runs `t` for `ctx`, leaving what it owns. A context with a sticky error
+// runs no more work, but its events still complete.
+static void fakecuda_task_exec(CUcontext ctx, const fakecuda_task_t* t) {
   bool dead = atomic_load(&ctx->error) != CUDA_SUCCESS;
   switch (t->kind) {
     case FAKECUDA_COPY:
@@ -129,12 +140,26 @@ static void fakecuda_task_run(CUcontext ctx, fakecuda_task_t* t) {
     case FAKECUDA_WAIT:
       fakecuda_event_wait(t->event, t->gen);
       break;
+    case FAKECUDA_GRAPH:
+      fakecuda_body_run(ctx, t->body);
+      break;
     case FAKECUDA_STOP:
       break;
   }
+}
+
+// Frees what `t` owns (not `t`).
+static void fakecuda_task_clear(fakecuda_task_t* t) {
   if (t->event != NULL) fakecuda_event_release(t->event);
+  if (t->body != NULL) fakecuda_body_release(t->body);
   free(t->args);
   free(t->arg);
+}
+
+// Runs `t` for `ctx` and frees what it owns (not `t`).
+static void fakecuda_task_run(CUcontext ctx, fakecuda_task_t* t) {
+  fakecuda_task_exec(ctx, t);
+  fakecuda_task_clear(t);
 }
 
 static void* fakecuda_worker(void* arg) {
@@ -215,6 +240,8 @@ static CUstream fakecuda_stream(CUcontext ctx, CUstream s) {
   return s;
 }
 
+static CUresult fakecuda_capture_add(CUstream s, fakecuda_task_t* t);
+
 // Queues `t` on `s` (NULL: the legacy stream). Takes ownership of `t`
 // (NULL: out of memory).
 static CUresult fakecuda_submit(CUcontext ctx, CUstream s, fakecuda_task_t* t) {
@@ -226,6 +253,12 @@ static CUresult fakecuda_submit(CUcontext ctx, CUstream s, fakecuda_task_t* t) {
   }
   if (t == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&s->mutex);
+  if (s->capture != NULL) {
+    // Recorded, not run (fakecuda_capture_add takes `t`).
+    CUresult r = fakecuda_capture_add(s, t);
+    pthread_mutex_unlock(&s->mutex);
+    return r;
+  }
   if (s->tail != NULL) {
     s->tail->next = t;
   } else {
@@ -245,6 +278,9 @@ static void fakecuda_stream_free(CUstream s) {
     fakecuda_stream_drain(s);
     return;  // the worker is left running: the process is out of memory
   }
+  fakecuda_body_t* capture = s->capture;  // a capture never ended
+  s->capture = NULL;
+  if (capture != NULL) fakecuda_body_release(capture);
   fakecuda_submit(s->ctx, s, t);
   pthread_join(s->worker, NULL);
   pthread_mutex_destroy(&s->mutex);
@@ -326,12 +362,16 @@ FAKECUDA_API CUresult cuStreamDestroy_v2(CUstream s) {
   return CUDA_SUCCESS;
 }
 
+static bool fakecuda_capture_illegal(CUstream s);
+
 FAKECUDA_API CUresult cuStreamSynchronize(CUstream s) {
+  if (fakecuda_capture_illegal(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   CUcontext ctx = s != NULL ? s->ctx : fakecuda_current();
   return ctx != NULL ? fakecuda_sync(ctx, s) : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 FAKECUDA_API CUresult cuStreamQuery(CUstream s) {
+  if (fakecuda_capture_illegal(s)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   CUcontext ctx = s != NULL ? s->ctx : fakecuda_current();
   if (ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   if ((s = fakecuda_stream(ctx, s)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -878,4 +918,224 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
     t->fault = fault != NULL && strcmp(fault, k->name) == 0;
   }
   return fakecuda_submit(ctx, s, t);
+}
+
+// ---------------------------------------------------------------------------
+// Stream capture and graphs (CUDA 10.0 and 11.4 entry points; found by the
+// plugin through dlsym). A capturing stream appends the tasks submitted to
+// it to its capture instead of queueing them; the CUgraph is that list (a
+// "body"), and a launch of an executable graph queues one task that runs
+// the list in order on the launch stream's worker, leaving the tasks for
+// the next launch. Event records and waits on a capturing stream (which
+// CUDA turns into graph dependencies) are refused with
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, as are cuStreamSynchronize and
+// cuStreamQuery of it; any of them invalidates the capture, whose end then
+// returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED. Not modelled: capture
+// modes (every capture behaves as relaxed), other streams joining a
+// capture, graphs built node by node, and the ordering CUDA gives
+// launches of one executable graph on different streams (the core orders
+// them itself).
+// ---------------------------------------------------------------------------
+
+struct fakecuda_body {
+  atomic_int refs;  // the CUgraph, each CUgraphExec and each queued launch
+  CUcontext ctx;
+  fakecuda_task_t** tasks;
+  size_t count, capacity;
+};
+
+struct CUgraph_st {
+  fakecuda_body_t* body;
+};
+
+struct CUgraphExec_st {
+  fakecuda_body_t* body;
+};
+
+// Graphs and executable graphs alive (test-only).
+static atomic_int fakecuda_graphs_live;
+
+// Test-only, not CUDA: CUgraphs and CUgraphExecs not destroyed yet.
+FAKECUDA_API int fakecuda_graph_count(void) {
+  return atomic_load(&fakecuda_graphs_live);
+}
+
+static void fakecuda_body_release(fakecuda_body_t* body) {
+  if (atomic_fetch_sub(&body->refs, 1) != 1) return;
+  for (size_t i = 0; i < body->count; i++) {
+    fakecuda_task_clear(body->tasks[i]);
+    free(body->tasks[i]);
+  }
+  free(body->tasks);
+  free(body);
+}
+
+static void fakecuda_body_run(CUcontext ctx, const fakecuda_body_t* body) {
+  for (size_t i = 0; i < body->count; i++) {
+    fakecuda_task_exec(ctx, body->tasks[i]);
+  }
+}
+
+// Invalidates the capture of `s` (mutex held).
+static void fakecuda_capture_invalidate(CUstream s) {
+  s->capture_invalid = true;
+}
+
+static CUresult fakecuda_capture_add(CUstream s, fakecuda_task_t* t) {
+  fakecuda_body_t* body = s->capture;
+  CUresult r = CUDA_SUCCESS;
+  if (t->kind == FAKECUDA_RECORD || t->kind == FAKECUDA_WAIT ||
+      t->kind == FAKECUDA_GRAPH) {
+    // Complete the record now, so no one waits for it for ever.
+    if (t->kind == FAKECUDA_RECORD) fakecuda_event_complete(t->event, t->gen);
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  } else if (s->capture_invalid) {
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  } else if (body->count == body->capacity) {
+    size_t capacity = body->capacity != 0 ? body->capacity * 2 : 16;
+    fakecuda_task_t** tasks = realloc(body->tasks, capacity * sizeof(*tasks));
+    if (tasks == NULL) {
+      r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      body->tasks = tasks;
+      body->capacity = capacity;
+    }
+  }
+  if (r != CUDA_SUCCESS) {
+    if (r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+      fakecuda_capture_invalidate(s);
+    }
+    fakecuda_task_clear(t);
+    free(t);
+    return r;
+  }
+  t->next = NULL;
+  body->tasks[body->count++] = t;
+  return CUDA_SUCCESS;
+}
+
+static bool fakecuda_capture_illegal(CUstream s) {
+  if (s == NULL) return false;
+  pthread_mutex_lock(&s->mutex);
+  bool capturing = s->capture != NULL;
+  if (capturing) fakecuda_capture_invalidate(s);
+  pthread_mutex_unlock(&s->mutex);
+  return capturing;
+}
+
+FAKECUDA_API CUresult cuStreamBeginCapture_v2(CUstream s,
+                                              CUstreamCaptureMode mode) {
+  if (s == NULL) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // legacy
+  if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+      mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+      mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  fakecuda_body_t* body = calloc(1, sizeof(*body));
+  if (body == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  atomic_init(&body->refs, 1);
+  body->ctx = s->ctx;
+  pthread_mutex_lock(&s->mutex);
+  bool busy = s->capture != NULL;
+  if (!busy) {
+    s->capture = body;
+    s->capture_invalid = false;
+  }
+  pthread_mutex_unlock(&s->mutex);
+  if (busy) {
+    free(body);
+    return CUDA_ERROR_ILLEGAL_STATE;
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuStreamEndCapture(CUstream s, CUgraph* out) {
+  if (s == NULL || out == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *out = NULL;
+  pthread_mutex_lock(&s->mutex);
+  fakecuda_body_t* body = s->capture;
+  bool invalid = s->capture_invalid;
+  s->capture = NULL;
+  s->capture_invalid = false;
+  pthread_mutex_unlock(&s->mutex);
+  if (body == NULL) return CUDA_ERROR_ILLEGAL_STATE;
+  CUgraph g = invalid ? NULL : calloc(1, sizeof(*g));
+  if (g == NULL) {
+    fakecuda_body_release(body);
+    return invalid ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                   : CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  g->body = body;
+  atomic_fetch_add(&fakecuda_graphs_live, 1);
+  *out = g;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuStreamIsCapturing(CUstream s,
+                                          CUstreamCaptureStatus* out) {
+  if (out == NULL) return CUDA_ERROR_INVALID_VALUE;
+  *out = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (s == NULL) return CUDA_SUCCESS;
+  pthread_mutex_lock(&s->mutex);
+  if (s->capture != NULL) {
+    *out = s->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                              : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  }
+  pthread_mutex_unlock(&s->mutex);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* out,
+                                                  CUgraph g,
+                                                  unsigned long long flags) {
+  if (out == NULL || g == NULL || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  CUgraphExec x = calloc(1, sizeof(*x));
+  if (x == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  atomic_fetch_add(&g->body->refs, 1);
+  x->body = g->body;
+  atomic_fetch_add(&fakecuda_graphs_live, 1);
+  *out = x;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuGraphLaunch(CUgraphExec x, CUstream s) {
+  if (x == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext ctx;
+  CUresult r = fakecuda_enqueue_ctx(s, &ctx);
+  if (r != CUDA_SUCCESS) return r;
+  if (ctx != x->body->ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  fakecuda_task_t* t = fakecuda_task(FAKECUDA_GRAPH);
+  if (t == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  atomic_fetch_add(&x->body->refs, 1);
+  t->body = x->body;
+  return fakecuda_submit(ctx, s, t);
+}
+
+// Launches still queued keep the body: they finish, as CUDA frees an
+// executable graph in flight only once its launches are done.
+FAKECUDA_API CUresult cuGraphExecDestroy(CUgraphExec x) {
+  if (x == NULL) return CUDA_ERROR_INVALID_VALUE;
+  fakecuda_body_release(x->body);
+  free(x);
+  atomic_fetch_sub(&fakecuda_graphs_live, 1);
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuGraphDestroy(CUgraph g) {
+  if (g == NULL) return CUDA_ERROR_INVALID_VALUE;
+  fakecuda_body_release(g->body);
+  free(g);
+  atomic_fetch_sub(&fakecuda_graphs_live, 1);
+  return CUDA_SUCCESS;
+}
+
+// A graph still there when the process ends was never destroyed.
+__attribute__((destructor)) static void fakecuda_graph_leaks(void) {
+  int n = atomic_load(&fakecuda_graphs_live);
+  if (n != 0) {
+    fprintf(stderr,
+            "fakecuda: leak: %d graph(s) or executable graph(s) never "
+            "destroyed (cuGraphDestroy, cuGraphExecDestroy)\n",
+            n);
+  }
 }

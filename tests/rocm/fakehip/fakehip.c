@@ -592,8 +592,11 @@ typedef enum {
   FAKEHIP_CALL,
   FAKEHIP_RECORD,
   FAKEHIP_WAIT,
+  FAKEHIP_GRAPH,  // runs the tasks of `body` (a graph launch)
   FAKEHIP_STOP
 } fakehip_task_kind_t;
+
+typedef struct fakehip_body fakehip_body_t;
 
 typedef struct fakehip_task {
   struct fakehip_task* next;
@@ -609,6 +612,7 @@ typedef struct fakehip_task {
   unsigned shared;                   // dynamic shared memory bytes
   void* params[FAKEHIP_MAX_PARAMS];  // copies of the kernel's parameters
   void (*call)(void* arg);           // FAKEHIP_CALL: call(params[0])
+  fakehip_body_t* body;              // FAKEHIP_GRAPH: holds a reference
 } fakehip_task_t;
 
 struct ihipStream_t {
@@ -618,6 +622,10 @@ struct ihipStream_t {
   int pending;       // queued or running tasks
   hipError_t error;  // sticky asynchronous error (FAKEHIP_FAULT)
   pthread_t worker;
+  // While capturing, submitted work goes to `capture` instead (guarded by
+  // `mutex`); a call illegal in a capture invalidates it.
+  fakehip_body_t* capture;
+  bool capture_invalid;
 };
 
 static void fakehip_event_release(hipEvent_t e) {
@@ -631,7 +639,11 @@ static void fakehip_event_release(hipEvent_t e) {
   }
 }
 
-static void fakehip_task_run(fakehip_task_t* t) {
+static void fakehip_body_run(const fakehip_body_t* body);
+static void fakehip_body_release(fakehip_body_t* body);
+
+// Runs `t`, leaving what it owns.
+static void fakehip_task_exec(const fakehip_task_t* t) {
   switch (t->kind) {
     case FAKEHIP_COPY:
       memmove(t->dst, t->src, t->size);
@@ -663,11 +675,24 @@ static void fakehip_task_run(fakehip_task_t* t) {
       }
       pthread_mutex_unlock(&t->event->mutex);
       break;
+    case FAKEHIP_GRAPH:
+      fakehip_body_run(t->body);
+      break;
     case FAKEHIP_STOP:
       break;
   }
+}
+
+// Frees what `t` owns (not `t`).
+static void fakehip_task_clear(fakehip_task_t* t) {
   if (t->event != NULL) fakehip_event_release(t->event);
+  if (t->body != NULL) fakehip_body_release(t->body);
   for (int i = 0; i < FAKEHIP_MAX_PARAMS; i++) free(t->params[i]);
+}
+
+static void fakehip_task_run(fakehip_task_t* t) {
+  fakehip_task_exec(t);
+  fakehip_task_clear(t);
 }
 
 static void* fakehip_worker(void* arg) {
@@ -708,7 +733,10 @@ static void* fakehip_worker(void* arg) {
   }
 }
 
-// Runs `t` now for the null stream, else queues it. Takes ownership.
+static hipError_t fakehip_capture_add(hipStream_t s, fakehip_task_t* t);
+
+// Runs `t` now for the null stream, else queues it (or, on a capturing
+// stream, records it). Takes ownership.
 static hipError_t fakehip_submit(hipStream_t s, fakehip_task_t* t) {
   if (s == NULL) {
     fakehip_task_run(t);
@@ -716,6 +744,11 @@ static hipError_t fakehip_submit(hipStream_t s, fakehip_task_t* t) {
     return hipSuccess;
   }
   pthread_mutex_lock(&s->mutex);
+  if (s->capture != NULL) {
+    hipError_t err = fakehip_capture_add(s, t);
+    pthread_mutex_unlock(&s->mutex);
+    return err;
+  }
   if (s->tail != NULL) {
     s->tail->next = t;
   } else {
@@ -749,7 +782,12 @@ FAKEHIP_API hipError_t hipStreamCreateWithFlags(hipStream_t* out,
   return fakehip_ret(hipSuccess);
 }
 
+static bool fakehip_capture_illegal(hipStream_t s);
+
 FAKEHIP_API hipError_t hipStreamSynchronize(hipStream_t s) {
+  if (fakehip_capture_illegal(s)) {
+    return fakehip_ret(hipErrorStreamCaptureUnsupported);
+  }
   if (s == NULL)
     return fakehip_ret(hipSuccess);  // null-stream work ran synchronously
   pthread_mutex_lock(&s->mutex);
@@ -763,6 +801,9 @@ FAKEHIP_API hipError_t hipStreamDestroy(hipStream_t s) {
   if (s == NULL) return fakehip_ret(hipErrorInvalidHandle);
   fakehip_task_t* t = fakehip_task(FAKEHIP_STOP);
   if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
+  fakehip_body_t* capture = s->capture;  // a capture never ended
+  s->capture = NULL;
+  if (capture != NULL) fakehip_body_release(capture);
   fakehip_submit(s, t);
   pthread_join(s->worker, NULL);
   pthread_mutex_destroy(&s->mutex);
@@ -772,6 +813,9 @@ FAKEHIP_API hipError_t hipStreamDestroy(hipStream_t s) {
 }
 
 FAKEHIP_API hipError_t hipStreamQuery(hipStream_t s) {
+  if (fakehip_capture_illegal(s)) {
+    return fakehip_ret(hipErrorStreamCaptureUnsupported);
+  }
   if (s == NULL) return fakehip_ret(hipSuccess);
   pthread_mutex_lock(&s->mutex);
   int pending = s->pending;
@@ -1378,4 +1422,207 @@ FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
   pthread_mutex_unlock(&fakehip_blas_lock);
   fakehip_submit(((fakehip_blas_t*)handle)->stream, t);
   return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Stream capture and graphs, as libfakecuda models them (see there): a
+// capturing stream appends the tasks submitted to it to its capture; the
+// hipGraph_t is that list, and a launch of an executable graph queues one
+// task that runs the list in order, leaving the tasks for the next launch.
+// Event records and waits on a capturing stream, hipStreamSynchronize and
+// hipStreamQuery of it are refused (hipErrorStreamCaptureUnsupported) and
+// invalidate the capture (its end: hipErrorStreamCaptureInvalidated).
+// Every capture behaves as relaxed. FAKEHIP_FAULT does not reach kernels
+// run inside a graph.
+// ---------------------------------------------------------------------------
+
+struct fakehip_body {
+  int refs;  // the graph, each executable graph and each queued launch
+  fakehip_task_t** tasks;
+  size_t count, capacity;
+};
+
+struct ihipGraph {
+  fakehip_body_t* body;
+};
+
+struct hipGraphExec {
+  fakehip_body_t* body;
+};
+
+static pthread_mutex_t fakehip_graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static int fakehip_graphs_live;  // graphs and executable graphs, guarded
+
+// Test-only, not HIP: graphs and executable graphs not destroyed yet.
+FAKEHIP_API int fakehip_graph_count(void) {
+  pthread_mutex_lock(&fakehip_graph_lock);
+  int n = fakehip_graphs_live;
+  pthread_mutex_unlock(&fakehip_graph_lock);
+  return n;
+}
+
+static void fakehip_body_retain(fakehip_body_t* body) {
+  pthread_mutex_lock(&fakehip_graph_lock);
+  body->refs++;
+  pthread_mutex_unlock(&fakehip_graph_lock);
+}
+
+static void fakehip_body_release(fakehip_body_t* body) {
+  pthread_mutex_lock(&fakehip_graph_lock);
+  bool last = --body->refs == 0;
+  pthread_mutex_unlock(&fakehip_graph_lock);
+  if (!last) return;
+  for (size_t i = 0; i < body->count; i++) {
+    fakehip_task_clear(body->tasks[i]);
+    free(body->tasks[i]);
+  }
+  free(body->tasks);
+  free(body);
+}
+
+static void fakehip_body_run(const fakehip_body_t* body) {
+  for (size_t i = 0; i < body->count; i++) fakehip_task_exec(body->tasks[i]);
+}
+
+static void fakehip_graphs_count(int delta) {
+  pthread_mutex_lock(&fakehip_graph_lock);
+  fakehip_graphs_live += delta;
+  pthread_mutex_unlock(&fakehip_graph_lock);
+}
+
+static hipError_t fakehip_capture_add(hipStream_t s, fakehip_task_t* t) {
+  fakehip_body_t* body = s->capture;
+  hipError_t err = hipSuccess;
+  if (t->kind == FAKEHIP_RECORD || t->kind == FAKEHIP_WAIT ||
+      t->kind == FAKEHIP_GRAPH) {
+    if (t->kind == FAKEHIP_RECORD) {
+      fakehip_task_exec(t);  // completes the record: no one waits for ever
+    }
+    err = hipErrorStreamCaptureUnsupported;
+  } else if (s->capture_invalid) {
+    err = hipErrorStreamCaptureInvalidated;
+  } else if (body->count == body->capacity) {
+    size_t capacity = body->capacity != 0 ? body->capacity * 2 : 16;
+    fakehip_task_t** tasks = realloc(body->tasks, capacity * sizeof(*tasks));
+    if (tasks == NULL) {
+      err = hipErrorOutOfMemory;
+    } else {
+      body->tasks = tasks;
+      body->capacity = capacity;
+    }
+  }
+  if (err != hipSuccess) {
+    s->capture_invalid = true;
+    fakehip_task_clear(t);
+    free(t);
+    return err;
+  }
+  t->next = NULL;
+  body->tasks[body->count++] = t;
+  return hipSuccess;
+}
+
+static bool fakehip_capture_illegal(hipStream_t s) {
+  if (s == NULL) return false;
+  pthread_mutex_lock(&s->mutex);
+  bool capturing = s->capture != NULL;
+  if (capturing) s->capture_invalid = true;
+  pthread_mutex_unlock(&s->mutex);
+  return capturing;
+}
+
+FAKEHIP_API hipError_t hipStreamBeginCapture(hipStream_t s,
+                                             hipStreamCaptureMode mode) {
+  if (s == NULL) return fakehip_ret(hipErrorStreamCaptureUnsupported);
+  if (mode != hipStreamCaptureModeGlobal &&
+      mode != hipStreamCaptureModeThreadLocal &&
+      mode != hipStreamCaptureModeRelaxed) {
+    return fakehip_ret(hipErrorInvalidValue);
+  }
+  fakehip_body_t* body = calloc(1, sizeof(*body));
+  if (body == NULL) return fakehip_ret(hipErrorOutOfMemory);
+  body->refs = 1;
+  pthread_mutex_lock(&s->mutex);
+  bool busy = s->capture != NULL;
+  if (!busy) {
+    s->capture = body;
+    s->capture_invalid = false;
+  }
+  pthread_mutex_unlock(&s->mutex);
+  if (busy) {
+    free(body);
+    return fakehip_ret(hipErrorIllegalState);
+  }
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t* out) {
+  if (s == NULL || out == NULL) return fakehip_ret(hipErrorInvalidValue);
+  *out = NULL;
+  pthread_mutex_lock(&s->mutex);
+  fakehip_body_t* body = s->capture;
+  bool invalid = s->capture_invalid;
+  s->capture = NULL;
+  s->capture_invalid = false;
+  pthread_mutex_unlock(&s->mutex);
+  if (body == NULL) return fakehip_ret(hipErrorStreamCaptureUnmatched);
+  hipGraph_t g = invalid ? NULL : calloc(1, sizeof(*g));
+  if (g == NULL) {
+    fakehip_body_release(body);
+    return fakehip_ret(invalid ? hipErrorStreamCaptureInvalidated
+                               : hipErrorOutOfMemory);
+  }
+  g->body = body;
+  fakehip_graphs_count(1);
+  *out = g;
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipGraphInstantiate(hipGraphExec_t* out, hipGraph_t g,
+                                           hipGraphNode_t* error_node,
+                                           char* log, size_t log_size) {
+  (void)error_node, (void)log, (void)log_size;
+  if (out == NULL || g == NULL) return fakehip_ret(hipErrorInvalidValue);
+  hipGraphExec_t x = calloc(1, sizeof(*x));
+  if (x == NULL) return fakehip_ret(hipErrorOutOfMemory);
+  fakehip_body_retain(g->body);
+  x->body = g->body;
+  fakehip_graphs_count(1);
+  *out = x;
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipGraphLaunch(hipGraphExec_t x, hipStream_t s) {
+  if (x == NULL) return fakehip_ret(hipErrorInvalidValue);
+  fakehip_task_t* t = fakehip_task(FAKEHIP_GRAPH);
+  if (t == NULL) return fakehip_ret(hipErrorOutOfMemory);
+  fakehip_body_retain(x->body);
+  t->body = x->body;
+  return fakehip_ret(fakehip_submit(s, t));
+}
+
+FAKEHIP_API hipError_t hipGraphExecDestroy(hipGraphExec_t x) {
+  if (x == NULL) return fakehip_ret(hipErrorInvalidValue);
+  fakehip_body_release(x->body);  // launches in flight keep it
+  free(x);
+  fakehip_graphs_count(-1);
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipGraphDestroy(hipGraph_t g) {
+  if (g == NULL) return fakehip_ret(hipErrorInvalidValue);
+  fakehip_body_release(g->body);
+  free(g);
+  fakehip_graphs_count(-1);
+  return fakehip_ret(hipSuccess);
+}
+
+// A graph still there when the process ends was never destroyed.
+__attribute__((destructor)) static void fakehip_graph_leaks(void) {
+  if (fakehip_graphs_live != 0) {
+    fprintf(stderr,
+            "fakehip: leak: %d graph(s) or executable graph(s) never "
+            "destroyed (hipGraphDestroy, hipGraphExecDestroy)\n",
+            fakehip_graphs_live);
+  }
 }
