@@ -391,21 +391,29 @@ static size_t accel__batch_comms(const accel__call_t* calls, size_t n,
   return k;
 }
 
-// Prepares every call and waits for the streams whose work the engine
-// must see done.
+// Prepares every call, then waits for the streams whose work the engine
+// must see done: each once, after every call's staging reads were
+// enqueued (a later call of a group may stage on a stream an earlier one
+// already needed).
 static accel_status_t accel__batch_prepare(accel__call_t* calls,
                                            accel__slot_t* slots, size_t n) {
   accel_status_t status = ACCEL_OK;
+  bool* sync = calloc(n, sizeof(*sync));
+  if (sync == NULL) {
+    return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "%zu calls", n);
+  }
   for (size_t i = 0; i < n && status == ACCEL_OK; i++) {
-    bool sync = false;
-    status = accel__call_prepare(&calls[i], &slots[i], &sync);
-    if (status != ACCEL_OK || !sync) continue;
+    status = accel__call_prepare(&calls[i], &slots[i], &sync[i]);
+  }
+  for (size_t i = 0; i < n && status == ACCEL_OK; i++) {
+    if (!sync[i]) continue;
     bool seen = false;  // each stream is waited for once
     for (size_t j = 0; j < i && !seen; j++) {
-      seen = calls[j].stream == calls[i].stream;
+      seen = sync[j] && calls[j].stream == calls[i].stream;
     }
     if (!seen) status = accel_stream_synchronize(calls[i].stream);
   }
+  free(sync);
   return status;
 }
 
