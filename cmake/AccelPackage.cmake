@@ -23,6 +23,7 @@
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/accel-info.1
               ${PROJECT_SOURCE_DIR}/docs/man/accel-conform.1
               ${PROJECT_SOURCE_DIR}/docs/man/accel-bench.1
+              ${PROJECT_SOURCE_DIR}/docs/man/accel-memviz.1
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
 
 set(CPACK_PACKAGE_NAME accel)

@@ -60,6 +60,9 @@
 #define ACCEL__SMALL_SEGMENT ((size_t)2 << 20)
 #define ACCEL__LARGE_ROUND ((size_t)2 << 20)
 #define ACCEL__USES_INLINE 4
+// max_split_size: how much larger than an oversize request a cached block
+// it reuses may be (PyTorch's kLargeBuffer).
+#define ACCEL__OVERSIZE_SLACK ((size_t)20 << 20)
 #define ACCEL__SPARE_MAX 4096  // recycled block records kept
 
 // Bins: sizes in 512-byte units u. u < 64 has an exact bin each; above, bin
@@ -143,6 +146,11 @@ struct accel__allocator {
   uint64_t total_memory;  // from mem_info at open; 0 if unknown
   accel__alloc_conf_t conf;  // ACCEL_ALLOC_CONF at open
   uint64_t limit;            // memory_fraction * total_memory, or 0
+  size_t max_split;          // conf.max_split_size, SIZE_MAX when off
+  // Oversize blocks (at least max_split, large pool): live buffers and
+  // segments, current and peak.
+  uint64_t oversize_allocs, oversize_allocs_peak;
+  uint64_t oversize_segments, oversize_segments_peak;
   accel__pool_t global;
   accel__pool_t* pools;  // stream pools
   accel__segment_t* segments;
@@ -165,6 +173,31 @@ static size_t accel__round_up(size_t size, size_t unit) {
 
 #define ACCEL__PEAK(a, cur, peak) \
   if ((a)->stats.cur > (a)->stats.peak) (a)->stats.peak = (a)->stats.cur
+
+// The block size for a request of `size` bytes (PyTorch's round_size):
+// the unit, or with roundup_power2_divisions N the next of N equal steps
+// between two powers of two (1100 KiB with N = 4 gives 1280 KiB) once the
+// request is above N * 512 bytes, so that sizes that creep up in small
+// steps share blocks. Callers have ruled out sizes within 2 MiB of
+// SIZE_MAX.
+static size_t accel__round_request(const accel__allocator_t* a, size_t size) {
+  if (!a->caching) return size;
+  size_t n = a->conf.roundup_divisions;
+  if (n > 1 && size > ACCEL__ROUND * n && size <= SIZE_MAX / 2) {
+    size_t floor = (size_t)1 << (63 - __builtin_clzll((uint64_t)size));
+    size_t step = floor / n;  // n is a power of two, at most 64
+    size_t rest = size & (step - 1);
+    if (rest != 0) size += step - rest;
+  }
+  return accel__round_up(size, a->unit);
+}
+
+// Whether a block of `b->size` bytes is oversize: at least max_split, in a
+// segment of its own (the small pool's 2 MiB segments never are).
+static bool accel__oversize(const accel__allocator_t* a,
+                            const accel__block_t* b) {
+  return !b->segment->small && b->size >= a->max_split;
+}
 
 // ---------------------------------------------------------------------------
 // Size bins
@@ -314,6 +347,7 @@ static void accel__segment_release(accel__allocator_t* a, accel__segment_t* s) {
   accel__segment_unlink(a, s);
   a->device->ops->mem_free(a->device->impl, s->mem);
   a->stats.reserved_bytes -= s->size;
+  if (!s->small && s->size >= a->max_split) a->oversize_segments--;
   a->stats.raw_frees++;
   accel__node_put(a, s->first);
   free(s);
@@ -511,6 +545,10 @@ static accel_status_t accel__segment_new(accel__allocator_t* a,
   a->stats.raw_allocs++;
   a->stats.reserved_bytes += s->size;
   ACCEL__PEAK(a, reserved_bytes, reserved_bytes_peak);
+  if (!small && s->size >= a->max_split &&
+      ++a->oversize_segments > a->oversize_segments_peak) {
+    a->oversize_segments_peak = a->oversize_segments;
+  }
   b->segment = s;
   b->offset = 0;
   b->size = s->size;
@@ -533,6 +571,8 @@ static void accel__block_split(accel__allocator_t* a, accel__block_t* b,
   size_t rest = b->size - size;
   if (s->raw || (s->small ? rest < a->unit : rest <= ACCEL__SMALL_REQUEST))
     return;
+  // max_split_size: an oversize request keeps its whole block.
+  if (!s->small && size >= a->max_split) return;
   accel__block_t* r = accel__node_get(a);
   if (r == NULL) return;  // keep the block whole
   r->segment = s;
@@ -630,12 +670,26 @@ static accel__pool_t* accel__stream_pool(accel__allocator_t* a,
   return pool;
 }
 
+// max_split_size (PyTorch's get_free_block): a request below it never
+// takes (and splits) an oversize cached block, and an oversize request
+// takes a cached block only if that wastes less than 20 MiB. `b` is the
+// smallest fitting block of its bins, so when it fails, every larger one
+// there fails too.
+static accel__block_t* accel__split_rule(const accel__allocator_t* a,
+                                         accel__block_t* b, size_t size) {
+  if (b == NULL || b->segment->small) return b;
+  if (size < a->max_split) return b->size < a->max_split ? b : NULL;
+  return b->size - size < ACCEL__OVERSIZE_SLACK ? b : NULL;
+}
+
 static accel__block_t* accel__find(accel__allocator_t* a, accel__pool_t* pool,
                                    size_t size, bool small) {
-  accel__block_t* b =
-      accel__bins_find(small ? &pool->small : &pool->large, size);
+  accel__block_t* b = accel__split_rule(
+      a, accel__bins_find(small ? &pool->small : &pool->large, size), size);
   if (b == NULL && pool != &a->global && !pool->graph) {
-    b = accel__bins_find(small ? &a->global.small : &a->global.large, size);
+    b = accel__split_rule(
+        a, accel__bins_find(small ? &a->global.small : &a->global.large, size),
+        size);
   }
   return b;
 }
@@ -646,7 +700,7 @@ static accel__block_t* accel__find(accel__allocator_t* a, accel__pool_t* pool,
 static accel_status_t accel__check_max_alloc(const accel__allocator_t* a,
                                              size_t size) {
   uint64_t most = a->device->max_alloc_size;
-  size_t rounded = a->caching ? accel__round_up(size, a->unit) : size;
+  size_t rounded = accel__round_request(a, size);
   if (most == 0 || (size <= most && rounded <= most)) return ACCEL_OK;
   char req[32], max[32];
   accel__format_bytes(req, sizeof(req), size);
@@ -680,7 +734,7 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,
                        "%s: no host memory for a buffer handle", device->uri);
   }
-  size_t rounded = a->caching ? accel__round_up(size, a->unit) : size;
+  size_t rounded = accel__round_request(a, size);
   bool small = rounded <= ACCEL__SMALL_REQUEST;
   accel__block_t* b = NULL;
   pthread_mutex_lock(&a->mutex);
@@ -719,6 +773,9 @@ accel_status_t accel__allocator_alloc(accel_device_t* device,
   a->stats.active_blocks++;
   ACCEL__PEAK(a, allocated_bytes, allocated_bytes_peak);
   ACCEL__PEAK(a, active_blocks, active_blocks_peak);
+  if (accel__oversize(a, b) && ++a->oversize_allocs > a->oversize_allocs_peak) {
+    a->oversize_allocs_peak = a->oversize_allocs;
+  }
   b->requested = size;
   atomic_store_explicit(&buffer->refs, 1, memory_order_relaxed);
   buffer->device = device;
@@ -858,6 +915,7 @@ void accel__allocator_free(accel_buffer_t* buffer) {
     }
   }
   a->stats.allocated_bytes -= b->size;
+  if (accel__oversize(a, b)) a->oversize_allocs--;
   accel__trace_counter(a->device->uri, a->stats.allocated_bytes,
                        a->stats.reserved_bytes);
   a->stats.requested_bytes -= buffer->size;
@@ -924,10 +982,9 @@ static void accel__alloc_conf_read(accel__allocator_t* a) {
     memset(&a->conf, 0, sizeof(a->conf));
     return;
   }
-  if (a->conf.max_split_size != 0 || a->conf.roundup_divisions != 0) {
-    accel__log(ACCEL_LOG_WARN,
-               "ACCEL_ALLOC_CONF: max_split_size_mb and "
-               "roundup_power2_divisions are accepted but not applied yet");
+  if (a->caching && a->conf.max_split_size != 0 &&
+      a->conf.max_split_size <= SIZE_MAX) {
+    a->max_split = (size_t)a->conf.max_split_size;
   }
   if (a->conf.memory_fraction != 0 && a->total_memory == 0) {
     accel__log(ACCEL_LOG_WARN,
@@ -948,6 +1005,7 @@ accel_status_t accel__allocator_create(accel_device_t* device) {
   a->device = device;
   a->caching = true;
   a->unit = accel__unit(device);
+  a->max_split = SIZE_MAX;
   a->global.alive = true;
   a->stats.struct_size = sizeof(a->stats);
   uint64_t free_bytes = 0;
@@ -1212,6 +1270,8 @@ void accel__allocator_reset_peaks(accel_device_t* device) {
   a->stats.allocated_bytes_peak = a->stats.allocated_bytes;
   a->stats.reserved_bytes_peak = a->stats.reserved_bytes;
   a->stats.active_blocks_peak = a->stats.active_blocks;
+  a->oversize_allocs_peak = a->oversize_allocs;
+  a->oversize_segments_peak = a->oversize_segments;
   pthread_mutex_unlock(&a->mutex);
 }
 
@@ -1224,6 +1284,23 @@ void accel__allocator_reset_accumulated(accel_device_t* device) {
   a->stats.cache_misses = 0;
   a->stats.oom_retries = 0;
   a->stats.ooms = 0;
+  pthread_mutex_unlock(&a->mutex);
+}
+
+void accel__allocator_info(accel_device_t* device,
+                           accel_allocator_info_t* out) {
+  accel__allocator_t* a = device->allocator;
+  pthread_mutex_lock(&a->mutex);
+  out->caching = a->caching;
+  out->roundup_power2_divisions = a->conf.roundup_divisions;
+  out->max_split_size = a->max_split != SIZE_MAX ? a->max_split : 0;
+  out->memory_fraction = a->limit != 0 ? a->conf.memory_fraction : 0;
+  out->memory_limit = a->limit;
+  out->garbage_collection_threshold = a->conf.gc_threshold;
+  out->oversize_allocations = a->oversize_allocs;
+  out->oversize_allocations_peak = a->oversize_allocs_peak;
+  out->oversize_segments = a->oversize_segments;
+  out->oversize_segments_peak = a->oversize_segments_peak;
   pthread_mutex_unlock(&a->mutex);
 }
 

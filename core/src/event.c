@@ -30,9 +30,12 @@ accel_status_t accel_event_create(accel_device_t* device,
   if (event == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "event handle");
   }
+  // ACCEL_EVENT_BLOCKING_SYNC reaches plugins of ABI 1.4 and later; an
+  // older one may refuse a flag it does not know, and never sees it.
+  accel_event_flags_t passed = ACCEL_EVENT_TIMING;
+  if (device->plugin->abi_minor >= 4) passed |= ACCEL_EVENT_BLOCKING_SYNC;
   accel_status_t status =
-      device->ops->event_create(device->impl, flags & ACCEL_EVENT_TIMING,
-                                &event->impl);
+      device->ops->event_create(device->impl, flags & passed, &event->impl);
   if (status != ACCEL_OK) {
     accel__handle_free(event);
     return status;

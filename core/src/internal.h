@@ -105,6 +105,7 @@ struct accel__plugin {
   bool has_timing;                  // event_elapsed_ms is the plugin's own
   bool has_pinned;                  // host_alloc is the plugin's own
   bool has_kernels;                 // module entries are the plugin's own
+  bool has_gemm_batched;  // op_gemm_batched is its own (else ops_nn.c loops)
   accel__copy_peer_fn_t copy_peer;  // native or staged through the host
   accel_device_t** devices;         // [device_count], open devices or NULL
   uint32_t* physical;  // [device_count] the plugin's index of each visible
@@ -328,14 +329,31 @@ struct accel_stream {
   void* impl;
   accel__pool_t* pool;  // the allocator's pool for this stream, or NULL
   _Atomic(void*) trace;  // trace_stream.c's state while tracing, or NULL
-  _Atomic(void*) capture;  // the graph it is capturing (graph.c), or NULL
   // Set once the plugin stream is destroyed (its work done), for holders
   // of weak references that wait for it (module.c).
   atomic_bool destroyed;
+  _Atomic(void*) capture;  // the graph it is capturing (graph.c), or NULL
   // Links in the device's list of live streams (stream_control.c).
   accel_stream_t* live_prev;
   accel_stream_t* live_next;
+  int32_t priority;  // as created (stream_control.c), 0 by default
 };
+
+// Creates a stream for accel_stream_create (`priority` NULL: the plugin's
+// stream_create) and accel_stream_create_with_priority (stream_control.c:
+// stream_create_priority with `*priority`, already in the device's range).
+// `what` names the public call in messages.
+accel_status_t accel__stream_open(const char* what, accel_device_t* device,
+                                  accel_stream_flags_t flags,
+                                  const int32_t* priority,
+                                  accel_stream_t** out_stream);
+
+// Checks the ABI 1.4 stream-control entries of a plugin's table and fills
+// the missing ones with defaults (stream_control.c): one priority, and
+// host functions that are UNSUPPORTED. Returns NULL, or why the table is
+// refused (stream_priority_range and stream_create_priority must be set
+// together).
+const char* accel__control_bind(accel_device_ops_t* ops);
 
 // Adds `stream` to / removes it from its device's live streams, for
 // accel_device_synchronize() (stream_control.c). Cannot fail.
@@ -488,13 +506,17 @@ void accel__allocator_stats(accel_device_t* device,
 void accel__allocator_empty_cache(accel_device_t* device);
 void accel__allocator_reset_peaks(accel_device_t* device);
 void accel__allocator_reset_accumulated(accel_device_t* device);
+// Fills everything of `*out` but `struct_size`: the settings in force and
+// the oversize counters (memory_stats.c has the public call).
+void accel__allocator_info(accel_device_t* device,
+                           accel_allocator_info_t* out);
 
 // ACCEL_ALLOC_CONF settings (alloc_conf.c); zero means "not set".
 typedef struct accel__alloc_conf {
   double memory_fraction;      // cap on reserved bytes, share of the total
   double gc_threshold;         // give cached segments back above this share
-  uint64_t max_split_size;     // bytes (parsed, not applied yet)
-  uint32_t roundup_divisions;  // (parsed, not applied yet)
+  uint64_t max_split_size;     // bytes: larger blocks are never split
+  uint32_t roundup_divisions;  // steps per power of two when rounding
 } accel__alloc_conf_t;
 
 // Parses `text` (NULL: nothing set) into `*out`. False on a malformed

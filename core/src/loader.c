@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "ops_internal.h"
 #include "trace.h"
 
 // Records the outcome of loading `plugin`. The message is formatted into
@@ -506,7 +507,13 @@ static bool accel__plugin_bind(accel__plugin_t* plugin,
     o->module_function = accel__default_module_function;
     o->launch = accel__default_launch;
   }
+  const char* control = accel__control_bind(o);
+  if (control != NULL) {
+    accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE, "%s", control);
+    return false;
+  }
   accel__fill_op_defaults(o);
+  accel__ops_nn_bind(plugin, o);
   plugin->copy_peer =
       o->copy_peer != NULL ? accel__copy_peer_native : accel__copy_peer_staged;
   return true;

@@ -43,6 +43,30 @@ accel_status_t accel_device_query_memory_stats(
   return ACCEL_OK;
 }
 
+accel_status_t accel_device_query_allocator_info(
+    accel_device_t* device, accel_allocator_info_t* out_info) {
+  static const char what[] = "accel_device_query_allocator_info";
+  accel_status_t status = accel__check_device_arg(what, device);
+  if (status != ACCEL_OK) return status;
+  if (out_info == NULL) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: out_info is NULL",
+                       what);
+  }
+  if (out_info->struct_size < sizeof(accel_allocator_info_t)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "%s: out_info->struct_size is %u; set it to "
+                       "sizeof(accel_allocator_info_t) (%zu)",
+                       what, out_info->struct_size,
+                       sizeof(accel_allocator_info_t));
+  }
+  accel_allocator_info_t info;
+  memset(&info, 0, sizeof(info));
+  accel__allocator_info(device, &info);
+  info.struct_size = (uint32_t)sizeof(info);
+  memcpy(out_info, &info, sizeof(info));
+  return ACCEL_OK;
+}
+
 accel_status_t accel_device_empty_cache(accel_device_t* device) {
   accel_status_t status =
       accel__check_device_arg("accel_device_empty_cache", device);
@@ -149,6 +173,15 @@ accel_status_t accel_device_memory_summary(accel_device_t* device, char* buf,
   accel__text_row(&t, "requested memory", true, s.requested_bytes, NULL);
   accel__text_row(&t, "inactive split memory", true, s.inactive_split_bytes,
                   NULL);
+  accel_allocator_info_t info;
+  memset(&info, 0, sizeof(info));
+  accel__allocator_info(device, &info);
+  if (info.max_split_size != 0) {
+    accel__text_row(&t, "oversize allocations", false,
+                    info.oversize_allocations, &info.oversize_allocations_peak);
+    accel__text_row(&t, "oversize segments", false, info.oversize_segments,
+                    &info.oversize_segments_peak);
+  }
   accel__text_add(&t, "%s", line);
   accel__text_add(&t, "| %-28s | %16s | %16s |\n", "event", "count", "");
   accel__text_add(&t, "%s", line);

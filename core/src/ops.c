@@ -5,23 +5,16 @@
 // the numbers, and hands the plugin only requests it can run blindly. The
 // checks are a handful of compares and never allocate; the one allocation
 // is a GEMM's workspace, lent from the caching allocator (ABI 1.2).
+#include <accel/plugin_dtype.h>
 #include <string.h>
 
 #include "graph_internal.h"
 #include "internal.h"
+#include "ops_internal.h"
 #include "trace.h"
 
 size_t accel_dtype_size(accel_dtype_t dtype) {
-  switch (dtype) {
-    case ACCEL_DTYPE_F32:
-    case ACCEL_DTYPE_I32:
-      return 4;
-    case ACCEL_DTYPE_F16:
-    case ACCEL_DTYPE_BF16:
-      return 2;
-    default:
-      return 0;
-  }
+  return accel_plugin_dtype_size((uint32_t)dtype);
 }
 
 const char* accel_dtype_name(accel_dtype_t dtype) {
@@ -54,8 +47,8 @@ void accel_gemm_init(accel_gemm_t* gemm) {
 // Checks shared by every op.
 // ---------------------------------------------------------------------------
 
-static accel_status_t accel__check_stream(const char* what,
-                                          const accel_stream_t* stream) {
+accel_status_t accel__check_stream(const char* what,
+                                   const accel_stream_t* stream) {
   if (stream == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: stream is NULL",
                        what);
@@ -63,10 +56,8 @@ static accel_status_t accel__check_stream(const char* what,
   return ACCEL_OK;
 }
 
-// Checks that `dtype` is known and, if `float_only`, not I32. `operand`
-// says which dtype argument it is ("dtype", "src_dtype").
-static accel_status_t accel__check_dtype(const char* what, const char* operand,
-                                         accel_dtype_t dtype, bool float_only) {
+accel_status_t accel__check_dtype(const char* what, const char* operand,
+                                  accel_dtype_t dtype, bool float_only) {
   if (accel_dtype_size(dtype) == 0) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: %s %d is not an accel_dtype_t (f32 0, f16 1, "
@@ -114,10 +105,8 @@ accel_status_t accel__check_operand(const char* what, const char* operand,
   return accel__check_range(what, operand, buffer, offset, *out_bytes);
 }
 
-// True when byte ranges [a, a + na) and [b, b + nb) of the same buffer
-// intersect.
-static bool accel__overlap(const accel_buffer_t* x, size_t a, size_t na,
-                           const accel_buffer_t* y, size_t b, size_t nb) {
+bool accel__overlap(const accel_buffer_t* x, size_t a, size_t na,
+                    const accel_buffer_t* y, size_t b, size_t nb) {
   return x == y && na != 0 && nb != 0 && a < b + nb && b < a + na;
 }
 
@@ -156,11 +145,8 @@ accel_status_t accel__op_result(const char* what,
                      len != 0 ? reason : "not supported by this backend");
 }
 
-// Tells the allocator that `stream` is about to enqueue work on each of
-// the (up to three, possibly repeated or NULL) buffers, so freeing one
-// waits for that work. Cheap when the stream is already known.
-static accel_status_t accel__use(accel_stream_t* stream, accel_buffer_t* a,
-                                 accel_buffer_t* b, accel_buffer_t* c) {
+accel_status_t accel__use(accel_stream_t* stream, accel_buffer_t* a,
+                          accel_buffer_t* b, accel_buffer_t* c) {
   accel_status_t status = accel__buffer_use(a, stream);
   if (status == ACCEL_OK && b != NULL && b != a) {
     status = accel__buffer_use(b, stream);
@@ -405,22 +391,9 @@ accel_status_t accel_op_sum(accel_stream_t* stream, accel_buffer_t* out,
 // GEMM.
 // ---------------------------------------------------------------------------
 
-// One GEMM matrix as stored: `rows` x `cols` elements of `dtype`, rows `ld`
-// elements apart.
-typedef struct accel__matrix {
-  const char* name;  // "A", "B", "C"
-  accel_buffer_t* buffer;
-  size_t offset;
-  size_t rows, cols, ld;
-  accel_dtype_t dtype;
-  size_t bytes;  // extent from `offset`, filled by accel__check_matrix
-} accel__matrix_t;
-
-// Resolves a leading dimension of 0 to "packed" and checks the matrix lies
-// within its buffer on the stream's device.
-static accel_status_t accel__check_matrix(const char* what,
-                                          const accel_stream_t* stream,
-                                          accel__matrix_t* m) {
+accel_status_t accel__check_matrix(const char* what,
+                                   const accel_stream_t* stream,
+                                   accel__matrix_t* m) {
   accel_status_t live = accel__check_buffer(what, m->name, m->buffer);
   if (live != ACCEL_OK) return live;
   if (m->buffer->device != stream->device) {
@@ -515,10 +488,9 @@ static accel_status_t accel__check_gemm_overlap(const char* what,
 // retries, and freeing it right after the GEMM is enqueued returns it to
 // the stream's pool for the stream's later work. Sets `*out_workspace`
 // (NULL when none is wanted) and the workspace fields of `p`.
-static accel_status_t accel__gemm_workspace(const char* what,
-                                            accel_stream_t* stream,
-                                            accel_plugin_gemm_t* p,
-                                            accel_buffer_t** out_workspace) {
+accel_status_t accel__gemm_workspace(const char* what, accel_stream_t* stream,
+                                     accel_plugin_gemm_t* p,
+                                     accel_buffer_t** out_workspace) {
   *out_workspace = NULL;
   accel_device_t* d = stream->device;
   uint64_t bytes = 0;
@@ -551,9 +523,9 @@ static accel_status_t accel__gemm_workspace(const char* what,
   return ACCEL_OK;
 }
 
-accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
-  ACCEL__TRACE_STREAM_API("accel_op_gemm", stream);
-  static const char what[] = "accel_op_gemm";
+accel_status_t accel__gemm_check(const char* what, accel_stream_t* stream,
+                                 const accel_gemm_t* gemm, accel__matrix_t* a,
+                                 accel__matrix_t* b, accel__matrix_t* c) {
   accel_status_t status = accel__check_stream(what, stream);
   if (status != ACCEL_OK) return status;
   if (gemm == NULL) {
@@ -572,61 +544,73 @@ accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
                        what, gemm->flags);
   }
   size_t m = gemm->m, n = gemm->n, k = gemm->k;
-  accel__matrix_t a = {"A",
-                       gemm->a,
-                       gemm->a_offset,
-                       gemm->trans_a ? k : m,
-                       gemm->trans_a ? m : k,
-                       gemm->lda,
-                       gemm->a_dtype,
-                       0};
-  accel__matrix_t b = {"B",
-                       gemm->b,
-                       gemm->b_offset,
-                       gemm->trans_b ? n : k,
-                       gemm->trans_b ? k : n,
-                       gemm->ldb,
-                       gemm->b_dtype,
-                       0};
-  accel__matrix_t c = {"C", gemm->c,   gemm->c_offset, m,
-                       n,   gemm->ldc, gemm->c_dtype,  0};
-  status = accel__check_matrix(what, stream, &a);
-  if (status == ACCEL_OK) status = accel__check_matrix(what, stream, &b);
-  if (status == ACCEL_OK) status = accel__check_matrix(what, stream, &c);
-  if (status == ACCEL_OK) status = accel__check_gemm_overlap(what, &c, &a);
-  if (status == ACCEL_OK) status = accel__check_gemm_overlap(what, &c, &b);
-  if (status == ACCEL_OK && m != 0 && n != 0) {
-    status = accel__use(stream, c.buffer, k != 0 ? a.buffer : NULL,
-                        k != 0 ? b.buffer : NULL);
-  }
-  if (status != ACCEL_OK || m == 0 || n == 0) return status;
+  *a = (accel__matrix_t){"A",
+                         gemm->a,
+                         gemm->a_offset,
+                         gemm->trans_a ? k : m,
+                         gemm->trans_a ? m : k,
+                         gemm->lda,
+                         gemm->a_dtype,
+                         0};
+  *b = (accel__matrix_t){"B",
+                         gemm->b,
+                         gemm->b_offset,
+                         gemm->trans_b ? n : k,
+                         gemm->trans_b ? k : n,
+                         gemm->ldb,
+                         gemm->b_dtype,
+                         0};
+  *c = (accel__matrix_t){"C", gemm->c,   gemm->c_offset, m,
+                         n,   gemm->ldc, gemm->c_dtype,  0};
+  status = accel__check_matrix(what, stream, a);
+  if (status == ACCEL_OK) status = accel__check_matrix(what, stream, b);
+  if (status == ACCEL_OK) status = accel__check_matrix(what, stream, c);
+  if (status == ACCEL_OK) status = accel__check_gemm_overlap(what, c, a);
+  if (status == ACCEL_OK) status = accel__check_gemm_overlap(what, c, b);
+  return status;
+}
 
+void accel__gemm_params(const accel_gemm_t* gemm, const accel__matrix_t* a,
+                        const accel__matrix_t* b, const accel__matrix_t* c,
+                        accel_plugin_gemm_t* p) {
+  p->struct_size = sizeof(*p);
+  p->a_dtype = (uint32_t)gemm->a_dtype;
+  p->b_dtype = (uint32_t)gemm->b_dtype;
+  p->c_dtype = (uint32_t)gemm->c_dtype;
+  p->trans_a = gemm->trans_a ? 1u : 0u;
+  p->trans_b = gemm->trans_b ? 1u : 0u;
+  p->flags = gemm->flags;
+  p->reserved0 = 0;
+  p->m = gemm->m;
+  p->n = gemm->n;
+  p->k = gemm->k;
+  p->alpha = gemm->alpha;
+  p->beta = gemm->beta;
+  p->a = accel__buffer_mem(a->buffer);
+  p->a_offset = accel__buffer_offset(a->buffer, a->offset);
+  p->lda = a->ld;
+  p->b = accel__buffer_mem(b->buffer);
+  p->b_offset = accel__buffer_offset(b->buffer, b->offset);
+  p->ldb = b->ld;
+  p->c = accel__buffer_mem(c->buffer);
+  p->c_offset = accel__buffer_offset(c->buffer, c->offset);
+  p->ldc = c->ld;
+  p->workspace = NULL;
+  p->workspace_offset = 0;
+  p->workspace_size = 0;
+}
+
+accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
+  ACCEL__TRACE_STREAM_API("accel_op_gemm", stream);
+  static const char what[] = "accel_op_gemm";
+  accel__matrix_t a, b, c;
+  accel_status_t status = accel__gemm_check(what, stream, gemm, &a, &b, &c);
+  if (status != ACCEL_OK || gemm->m == 0 || gemm->n == 0) return status;
+  status = accel__use(stream, c.buffer, gemm->k != 0 ? a.buffer : NULL,
+                      gemm->k != 0 ? b.buffer : NULL);
+  if (status != ACCEL_OK) return status;
   accel_plugin_gemm_t p;
-  p.struct_size = sizeof(p);
-  p.a_dtype = (uint32_t)gemm->a_dtype;
-  p.b_dtype = (uint32_t)gemm->b_dtype;
-  p.c_dtype = (uint32_t)gemm->c_dtype;
-  p.trans_a = gemm->trans_a ? 1u : 0u;
-  p.trans_b = gemm->trans_b ? 1u : 0u;
-  p.flags = gemm->flags;
-  p.reserved0 = 0;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.alpha = gemm->alpha;
-  p.beta = gemm->beta;
-  p.a = accel__buffer_mem(a.buffer);
-  p.a_offset = accel__buffer_offset(a.buffer, a.offset);
-  p.lda = a.ld;
-  p.b = accel__buffer_mem(b.buffer);
-  p.b_offset = accel__buffer_offset(b.buffer, b.offset);
-  p.ldb = b.ld;
-  p.c = accel__buffer_mem(c.buffer);
-  p.c_offset = accel__buffer_offset(c.buffer, c.offset);
-  p.ldc = c.ld;
-  p.workspace = NULL;
-  p.workspace_offset = 0;
-  p.workspace_size = 0;
+  accel__gemm_params(gemm, &a, &b, &c, &p);
   accel_buffer_t* workspace = NULL;
   status = accel__gemm_workspace(what, stream, &p, &workspace);
   if (status == ACCEL_OK) {

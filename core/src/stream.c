@@ -8,26 +8,28 @@
 #include "internal.h"
 #include "trace.h"
 
-accel_status_t accel_stream_create(accel_device_t* device,
-                                   accel_stream_flags_t flags,
-                                   accel_stream_t** out_stream) {
-  ACCEL__TRACE_API("accel_stream_create");
+accel_status_t accel__stream_open(const char* what, accel_device_t* device,
+                                  accel_stream_flags_t flags,
+                                  const int32_t* priority,
+                                  accel_stream_t** out_stream) {
   if (out_stream != NULL) *out_stream = NULL;
   if (device == NULL || out_stream == NULL) {
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "accel_stream_create: device and out_stream are "
-                       "required");
+                       "%s: device and out_stream are required", what);
   }
   if (flags != 0) {
-    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
-                       "accel_stream_create: unknown flags 0x%x", flags);
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x",
+                       what, flags);
   }
   accel_stream_t* stream = accel__handle_new(sizeof(*stream));
   if (stream == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "stream handle");
   }
   accel_status_t status =
-      device->ops->stream_create(device->impl, flags, &stream->impl);
+      priority == NULL
+          ? device->ops->stream_create(device->impl, flags, &stream->impl)
+          : device->ops->stream_create_priority(device->impl, flags, *priority,
+                                                &stream->impl);
   if (status != ACCEL_OK) {
     accel__handle_free(stream);
     return status;
@@ -35,10 +37,19 @@ accel_status_t accel_stream_create(accel_device_t* device,
   atomic_init(&stream->refs, 1);
   atomic_init(&stream->weak, 1);  // held by the strong references together
   stream->device = device;
+  stream->priority = priority != NULL ? *priority : 0;
   accel_device_retain(device);
   accel__stream_live_add(stream);
   *out_stream = stream;
   return ACCEL_OK;
+}
+
+accel_status_t accel_stream_create(accel_device_t* device,
+                                   accel_stream_flags_t flags,
+                                   accel_stream_t** out_stream) {
+  ACCEL__TRACE_API("accel_stream_create");
+  return accel__stream_open("accel_stream_create", device, flags, NULL,
+                            out_stream);
 }
 
 void accel_stream_retain(accel_stream_t* stream) {

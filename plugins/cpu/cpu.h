@@ -12,6 +12,7 @@
 //                                  (small work on an idle stream: inline)
 //   accel_cpu_event_t   event.c    markers recorded into streams
 //   accel_cpu_pool_t    pool.c     worker threads shared by all streams
+//   accel_cpu_sched_t   schedule.c run slots: stream priorities
 //   built-in ops        ops.c      enqueue side of op_fill ... op_sum
 //   (op kernels)        kernels.c  the loops those ops run (-O3)
 //   (conversions)       convert.c  blocked f16/bf16 <-> f32 conversions
@@ -29,6 +30,7 @@
 #define ACCEL_PLUGINS_CPU_CPU_H_
 
 #include <accel/plugin.h>
+#include <accel/plugin_dtype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -94,6 +96,8 @@ typedef struct accel_cpu_plugin {
   _Atomic uint64_t quick_kernels[ACCEL_CPU_QUICK_KERNELS];
   bool engines_tried;  // guarded by `gemm_mutex`: loading ran (and failed)
   char engines_error[ACCEL_CPU_MESSAGE_SIZE];  // why, `gemm_mutex`
+  // Run slots of stream work while priorities are in use (schedule.c).
+  struct accel_cpu_sched* sched;
 } accel_cpu_plugin_t;
 
 // Reads ACCEL_CPU_DEVICES and ACCEL_CPU_MEMORY_LIMIT into `plugin` unless
@@ -328,6 +332,17 @@ void accel_cpu_stream_inline_end(accel_cpu_stream_t* stream, bool held,
 // device ops: stream_*.
 accel_status_t accel_cpu_stream_create(void* device, accel_stream_flags_t flags,
                                        void** out_stream);
+// plugin ABI 1.4: stream priorities (schedule.c has the scheduling) and
+// host functions, which run as CALL tasks on the stream's worker (never
+// inline: a host function is user code of unknown length).
+accel_status_t accel_cpu_stream_priority_range(void* device, int32_t* out_least,
+                                               int32_t* out_greatest);
+accel_status_t accel_cpu_stream_create_priority(void* device,
+                                                accel_stream_flags_t flags,
+                                                int32_t priority,
+                                                void** out_stream);
+accel_status_t accel_cpu_launch_host_func(void* stream, void (*fn)(void* user),
+                                          void* user);
 void accel_cpu_stream_destroy(void* stream);
 // plugin ABI 1.4: native graphs (graph.c). While a stream captures, every
 // COPY, FILL and CALL task submitted to it goes to the capture's list
@@ -451,6 +466,57 @@ void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
                         size_t size);
 
 // ---------------------------------------------------------------------------
+// Stream priorities (schedule.c)
+//
+// CUDA's convention: numerically lower is more urgent, from
+// ACCEL_CPU_PRIORITY_GREATEST to ACCEL_CPU_PRIORITY_LEAST (0, the default).
+// While a stream more urgent than 0 exists, the stream workers of the
+// plugin start a task (a copy, a fill or a CALL: RECORD and WAIT tasks
+// never wait here) only with one of `width` run slots, `width` being the
+// pool's: when more work is ready than the pool has threads, the most
+// urgent stream's task starts first (the oldest request among equals) and
+// work already running is never preempted, as a GPU's block scheduler
+// does. Without such a stream the gate is one relaxed atomic load. The
+// pool's job queue is ordered the same way (pool.c): helpers join the most
+// urgent job first.
+// ---------------------------------------------------------------------------
+
+#define ACCEL_CPU_PRIORITY_LEAST 0
+#define ACCEL_CPU_PRIORITY_GREATEST (-5)
+
+// The priority of the stream whose worker is the calling thread (0 on any
+// other thread), read by the pool to order its jobs.
+extern _Thread_local int32_t accel_cpu_thread_priority;
+
+// The plugin-wide run-slot gate.
+typedef struct accel_cpu_sched_waiter accel_cpu_sched_waiter_t;
+typedef struct accel_cpu_sched {
+  pthread_mutex_t mutex;
+  pthread_cond_t cv;        // broadcast when a slot frees or the gate opens
+  _Atomic uint32_t urgent;  // live streams more urgent than 0
+  uint32_t running;         // tasks holding a slot (mutex)
+  uint32_t slots;           // the pool's width, read at first use (mutex)
+  accel_cpu_sched_waiter_t* waiters;  // sorted, most urgent first (mutex)
+} accel_cpu_sched_t;
+
+// Initialises and destroys the gate (load, unload). Init returns false
+// when a pthread object cannot be created.
+bool accel_cpu_sched_init(accel_cpu_sched_t* sched);
+void accel_cpu_sched_deinit(accel_cpu_sched_t* sched);
+
+// Counts a stream of `priority` in and out (stream create and destroy):
+// streams more urgent than 0 turn the gate on.
+void accel_cpu_sched_stream_add(accel_cpu_plugin_t* plugin, int32_t priority);
+void accel_cpu_sched_stream_remove(accel_cpu_plugin_t* plugin,
+                                   int32_t priority);
+
+// Called by a stream worker of `priority` before it starts a task: waits
+// for a run slot while the gate is on and returns whether it took one,
+// which accel_cpu_sched_leave() gives back after the task.
+bool accel_cpu_sched_enter(accel_cpu_plugin_t* plugin, int32_t priority);
+void accel_cpu_sched_leave(accel_cpu_plugin_t* plugin, bool held);
+
+// ---------------------------------------------------------------------------
 // Built-in ops (ops.c, kernels.c, gemm.c)
 // ---------------------------------------------------------------------------
 
@@ -465,6 +531,11 @@ accel_plugin_op_binary_fn accel_cpu_op_add;
 accel_plugin_op_binary_fn accel_cpu_op_mul;
 accel_plugin_op_sum_fn accel_cpu_op_sum;
 accel_plugin_op_gemm_fn accel_cpu_op_gemm;
+// ABI 1.4: activations and bias-add (ops.c, kernels.c), strided-batched
+// GEMM (gemm.c).
+accel_plugin_op_unary_fn accel_cpu_op_unary;
+accel_plugin_op_bias_add_fn accel_cpu_op_bias_add;
+accel_plugin_op_gemm_batched_fn accel_cpu_op_gemm_batched;
 
 // Frees the GEMM scratch block the plugin kept (gemm.c). NULL is ignored.
 // Called by unload.
@@ -479,6 +550,8 @@ typedef enum accel_cpu_op_kind {
   ACCEL_CPU_OP_ADD = 4,
   ACCEL_CPU_OP_MUL = 5,
   ACCEL_CPU_OP_SUM = 6,
+  ACCEL_CPU_OP_UNARY = 7,     // z = act(x), act an accel_plugin_unary_op_t
+  ACCEL_CPU_OP_BIAS_ADD = 8,  // z[r * cols + c] += x[c]
 } accel_cpu_op_kind_t;
 
 // Arguments of one elementwise op, stored in its CALL task. Pointers are
@@ -489,9 +562,11 @@ typedef struct accel_cpu_op {
   uint32_t src_dtype;  // CAST only
   uint64_t count;
   void* z;  // destination (x for SCALE, y for AXPY, out for SUM)
-  const void* x;
+  const void* x;  // source (the bias row for BIAS_ADD, not offset)
   const void* y;
   double value;
+  uint32_t unary;  // UNARY: the accel_plugin_unary_op_t
+  uint64_t cols;   // BIAS_ADD: elements per row (count is rows * cols)
 } accel_cpu_op_t;
 
 // Runs `op` over `pool` (kernels.c). Fails only when a large sum cannot
@@ -499,9 +574,6 @@ typedef struct accel_cpu_op {
 accel_status_t accel_cpu_op_execute(accel_cpu_pool_t* pool,
                                     const accel_cpu_op_t* op, char* message,
                                     size_t message_size);
-
-// Elements of `dtype`'s size, 0 for an unknown dtype.
-size_t accel_cpu_dtype_size(uint32_t dtype);
 
 // ---------------------------------------------------------------------------
 // BLAS (blas.c)

@@ -29,6 +29,9 @@ struct accel_cpu_event {
   uint64_t recorded;          // last generation handed out; 0 = never
   accel_cpu_task_t* pending;  // RECORD tasks queued, not yet run
   uint64_t done;              // newest generation that has completed
+  // Records completed so far, written under `mutex`, read without it by
+  // a synchronising thread that spins (see accel_cpu_event_synchronize).
+  _Atomic uint64_t completions;
   uint64_t time_ns;           // CLOCK_MONOTONIC when `done` completed
   accel_status_t error;       // outcome of `done`: its stream's error
   char message[ACCEL_CPU_MESSAGE_SIZE];
@@ -79,6 +82,7 @@ void accel_cpu_event_complete(accel_cpu_task_t* task, accel_status_t status,
       memcpy(event->message, message, sizeof(event->message));
     }
   }
+  atomic_fetch_add_explicit(&event->completions, 1, memory_order_release);
   pthread_cond_broadcast(&event->cv);
   pthread_mutex_unlock(&event->mutex);
 }
@@ -105,7 +109,8 @@ accel_status_t accel_cpu_event_create(void* device_ptr,
   accel_cpu_device_t* device = device_ptr;
   const accel_host_t* host = device->host;
   *out_event = NULL;
-  if ((flags & ~(accel_event_flags_t)ACCEL_EVENT_TIMING) != 0) {
+  if ((flags & ~(accel_event_flags_t)(ACCEL_EVENT_TIMING |
+                                      ACCEL_EVENT_BLOCKING_SYNC)) != 0) {
     return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                       "cpu:%u: unknown event flags 0x%x", device->index,
                       (unsigned)flags);
@@ -118,6 +123,7 @@ accel_status_t accel_cpu_event_create(void* device_ptr,
   event->device = device;
   event->flags = flags;
   atomic_init(&event->refs, 1);
+  atomic_init(&event->completions, 0);
   int rc = pthread_mutex_init(&event->mutex, NULL);
   if (rc != 0) goto fail_mutex;
   rc = pthread_cond_init(&event->cv, NULL);
@@ -170,6 +176,23 @@ accel_status_t accel_cpu_event_synchronize(void* event_ptr) {
   accel_cpu_event_t* event = event_ptr;
   pthread_mutex_lock(&event->mutex);
   uint64_t gen = event->recorded;
+  if (gen != 0 && (event->flags & ACCEL_EVENT_BLOCKING_SYNC) == 0) {
+    // Spin a little first, as stream_synchronize does: short work
+    // completes without a futex wake-up. ACCEL_EVENT_BLOCKING_SYNC
+    // (cudaEventBlockingSync) sleeps at once instead, leaving the CPU to
+    // the work.
+    uint64_t start = accel_cpu_now_ns();
+    while (accel_cpu_event_is_pending(event, gen)) {
+      uint64_t spent = accel_cpu_now_ns() - start;
+      if (spent >= ACCEL_CPU_SPIN_NS) break;
+      uint64_t seen =
+          atomic_load_explicit(&event->completions, memory_order_relaxed);
+      pthread_mutex_unlock(&event->mutex);
+      accel_cpu_spin_while(&event->completions, seen,
+                           ACCEL_CPU_SPIN_NS - spent);
+      pthread_mutex_lock(&event->mutex);
+    }
+  }
   while (gen != 0 && accel_cpu_event_is_pending(event, gen)) {
     pthread_cond_wait(&event->cv, &event->mutex);
   }

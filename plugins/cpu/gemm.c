@@ -154,7 +154,7 @@ static void accel_cpu_rows_convert(accel_cpu_pool_t* pool,
 
 // C = beta * C for k == 0 (BLAS libraries disagree on k == 0).
 static void accel_cpu_gemm_scale_c(const accel_plugin_gemm_t* g) {
-  size_t es = accel_cpu_dtype_size(g->c_dtype);
+  size_t es = accel_plugin_dtype_size(g->c_dtype);
   float row[512];
   for (uint64_t i = 0; i < g->m; i++) {
     unsigned char* c = (unsigned char*)g->c + i * g->ldc * es;
@@ -359,9 +359,13 @@ static accel_status_t accel_cpu_gemm_call(accel_cpu_device_t* device, void* arg,
                                 message, size);
 }
 
-accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
-                                 const accel_plugin_gemm_t* gemm) {
-  accel_cpu_device_t* device = device_ptr;
+// What op_gemm and op_gemm_batched check before queuing `gemm`: the dtype
+// combination and leading dimensions the engines take; then the pool and
+// (unless k == 0) the engine for the dtype, into `*out_pool`, `*engine`.
+static accel_status_t accel_cpu_gemm_prepare(accel_cpu_device_t* device,
+                                             const accel_plugin_gemm_t* gemm,
+                                             accel_cpu_pool_t** out_pool,
+                                             accel_cpu_gemm_engine_t* engine) {
   const accel_host_t* host = device->host;
   bool half_in =
       gemm->a_dtype == ACCEL_DTYPE_F16 || gemm->a_dtype == ACCEL_DTYPE_BF16;
@@ -380,31 +384,139 @@ accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
                       "supported by the BLAS interface",
                       device->index, INT_MAX);
   }
+  accel_status_t status = accel_cpu_pool_get(device->plugin, out_pool);
+  if (status != ACCEL_OK || gemm->k == 0) return status;
+  return accel_cpu_gemm_engine_get(device->plugin, *out_pool, gemm->a_dtype,
+                                   engine);
+}
+
+// `g` with the offsets applied to the pointers (offsets zeroed): copies
+// only the fields this plugin knows and the core sent.
+static void accel_cpu_gemm_flatten(const accel_plugin_gemm_t* gemm,
+                                   accel_plugin_gemm_t* g) {
+  size_t n = gemm->struct_size < sizeof(*g) ? gemm->struct_size : sizeof(*g);
+  memset(g, 0, sizeof(*g));
+  memcpy(g, gemm, n);
+  g->a = (unsigned char*)gemm->a + gemm->a_offset;
+  g->b = (unsigned char*)gemm->b + gemm->b_offset;
+  g->c = (unsigned char*)gemm->c + gemm->c_offset;
+  g->a_offset = g->b_offset = g->c_offset = 0;
+}
+
+accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
+                                 const accel_plugin_gemm_t* gemm) {
+  accel_cpu_device_t* device = device_ptr;
   accel_cpu_pool_t* pool = NULL;
-  accel_status_t status = accel_cpu_pool_get(device->plugin, &pool);
-  if (status != ACCEL_OK) return status;
   accel_cpu_gemm_engine_t engine = {0};
-  if (gemm->k != 0) {
-    status = accel_cpu_gemm_engine_get(device->plugin, pool, gemm->a_dtype,
-                                       &engine);
-    if (status != ACCEL_OK) return status;
-  }
+  accel_status_t status = accel_cpu_gemm_prepare(device, gemm, &pool, &engine);
+  if (status != ACCEL_OK) return status;
   accel_cpu_task_t* task = accel_cpu_task_create_call(
       accel_cpu_gemm_call, sizeof(accel_cpu_gemm_task_t));
   if (task == NULL) {
-    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
-                      "cpu:%u: cannot queue a gemm", device->index);
+    return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                              "cpu:%u: cannot queue a gemm", device->index);
   }
   accel_cpu_gemm_task_t* t = task->u.call.arg;
-  // Copy only the fields this plugin knows and the core sent.
-  size_t n =
-      gemm->struct_size < sizeof(t->g) ? gemm->struct_size : sizeof(t->g);
-  memcpy(&t->g, gemm, n);
-  t->g.a = (unsigned char*)gemm->a + gemm->a_offset;
-  t->g.b = (unsigned char*)gemm->b + gemm->b_offset;
-  t->g.c = (unsigned char*)gemm->c + gemm->c_offset;
-  t->g.a_offset = t->g.b_offset = t->g.c_offset = 0;
+  accel_cpu_gemm_flatten(gemm, &t->g);
   t->engine = engine;
+  accel_cpu_stream_submit(stream, task);
+  return ACCEL_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Strided-batched GEMM (ABI 1.4): the members on the same engine. Members
+// too small to be split across the pool on their own run side by side,
+// one per pool thread, when the engine is a single-threaded BLAS (the
+// pool is otherwise idle during each of them); on a threaded BLAS or
+// oneDNN, which thread each call themselves, members run one after the
+// other. Every member computes exactly what op_gemm would.
+// ---------------------------------------------------------------------------
+
+typedef struct accel_cpu_gemm_batch_task {
+  accel_cpu_gemm_task_t first;  // member 0, pointers offset
+  uint64_t count;
+  uint64_t stride_a, stride_b, stride_c;  // bytes
+  accel_cpu_plugin_t* plugin;             // for the parallel members
+  _Atomic int status;  // the first failure of a parallel member
+  char message[ACCEL_CPU_MESSAGE_SIZE];  // its reason (under `status`)
+} accel_cpu_gemm_batch_task_t;
+
+// Member `i` of the batch `t`.
+static void accel_cpu_gemm_member(const accel_cpu_gemm_batch_task_t* t,
+                                  uint64_t i, accel_plugin_gemm_t* g) {
+  *g = t->first.g;
+  g->a = (unsigned char*)g->a + i * t->stride_a;
+  g->b = (unsigned char*)g->b + i * t->stride_b;
+  g->c = (unsigned char*)g->c + i * t->stride_c;
+}
+
+static void accel_cpu_gemm_member_chunk(void* ctx, uint64_t index,
+                                        uint32_t worker) {
+  (void)worker;
+  accel_cpu_gemm_batch_task_t* t = ctx;
+  if (atomic_load(&t->status) != ACCEL_OK) return;
+  accel_plugin_gemm_t g;
+  accel_cpu_gemm_member(t, index, &g);
+  char message[ACCEL_CPU_MESSAGE_SIZE] = "";
+  accel_status_t status = accel_cpu_gemm_execute(
+      t->plugin, NULL, &t->first.engine, &g, message, sizeof(message));
+  int expected = ACCEL_OK;
+  if (status != ACCEL_OK &&
+      atomic_compare_exchange_strong(&t->status, &expected, (int)status)) {
+    snprintf(t->message, sizeof(t->message), "%s", message);
+  }
+}
+
+static accel_status_t accel_cpu_gemm_batch_call(accel_cpu_device_t* device,
+                                                void* arg, char* message,
+                                                size_t size) {
+  accel_cpu_gemm_batch_task_t* t = arg;
+  accel_cpu_pool_t* pool = atomic_load(&device->plugin->pool);
+  const accel_plugin_gemm_t* g = &t->first.g;
+  const accel_cpu_gemm_engine_t* e = &t->first.engine;
+  bool small = (double)g->m * (double)g->n * (double)g->k <
+               (double)ACCEL_CPU_GEMM_SPLIT_FLOPS;
+  if (small && g->k != 0 && e->blas != NULL && !e->blas->threaded &&
+      t->count > 1 && accel_cpu_pool_width(pool) > 1) {
+    t->plugin = device->plugin;
+    atomic_store(&t->status, ACCEL_OK);
+    accel_cpu_pool_run(pool, t->count, accel_cpu_gemm_member_chunk, t);
+    accel_status_t status = (accel_status_t)atomic_load(&t->status);
+    if (status != ACCEL_OK) snprintf(message, size, "%s", t->message);
+    return status;
+  }
+  accel_status_t status = ACCEL_OK;
+  for (uint64_t i = 0; i < t->count && status == ACCEL_OK; i++) {
+    accel_plugin_gemm_t member;
+    accel_cpu_gemm_member(t, i, &member);
+    status =
+        accel_cpu_gemm_execute(device->plugin, pool, e, &member, message, size);
+  }
+  return status;
+}
+
+accel_status_t accel_cpu_op_gemm_batched(
+    void* device_ptr, void* stream, const accel_plugin_gemm_t* gemm,
+    const accel_plugin_gemm_batch_t* batch) {
+  accel_cpu_device_t* device = device_ptr;
+  accel_cpu_pool_t* pool = NULL;
+  accel_cpu_gemm_engine_t engine = {0};
+  accel_status_t status = accel_cpu_gemm_prepare(device, gemm, &pool, &engine);
+  if (status != ACCEL_OK) return status;
+  accel_cpu_task_t* task = accel_cpu_task_create_call(
+      accel_cpu_gemm_batch_call, sizeof(accel_cpu_gemm_batch_task_t));
+  if (task == NULL) {
+    return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                              "cpu:%u: cannot queue a batched gemm",
+                              device->index);
+  }
+  accel_cpu_gemm_batch_task_t* t = task->u.call.arg;
+  accel_cpu_gemm_flatten(gemm, &t->first.g);
+  t->first.engine = engine;
+  t->count = batch->count;
+  t->stride_a = batch->stride_a;
+  t->stride_b = batch->stride_b;
+  t->stride_c = batch->stride_c;
   accel_cpu_stream_submit(stream, task);
   return ACCEL_OK;
 }

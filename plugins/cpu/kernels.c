@@ -15,6 +15,13 @@
 // Sums are deterministic: each chunk sums its elements in a fixed order
 // (16 f32 lanes per 256-element block, blocks added in f64), and the
 // chunks' results are combined in index order, whatever thread ran them.
+//
+// Activations (ABI 1.4) compute in f32 with libm: GELU as
+// x * erfc(-x / sqrt(2)) / 2, which equals x * (1 + erf(x / sqrt(2))) / 2
+// but keeps its accuracy for negative x, where 1 + erf cancels; SiLU as
+// x / (1 + exp(-x)). Bias-add walks each chunk row by row, so every row
+// segment is a plain vectorisable add against the bias.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +36,6 @@
 // Lanes and block length of the float sum.
 #define ACCEL_CPU_SUM_LANES 16
 #define ACCEL_CPU_SUM_BLOCK 256
-
-size_t accel_cpu_dtype_size(uint32_t dtype) {
-  switch (dtype) {
-    case ACCEL_DTYPE_F32:
-    case ACCEL_DTYPE_I32:
-      return 4;
-    case ACCEL_DTYPE_F16:
-    case ACCEL_DTYPE_BF16:
-      return 2;
-    default:
-      return 0;
-  }
-}
 
 typedef struct accel_cpu_op_run {
   const accel_cpu_op_t* op;
@@ -112,6 +106,66 @@ static void accel_cpu_half_range(const accel_cpu_op_t* op, uint16_t* z,
   }
 }
 
+// z = act(x) over `n` f32 elements (z may be x).
+static void accel_cpu_unary_f32(uint32_t act, float* z, const float* x,
+                                size_t n) {
+  switch (act) {
+    case ACCEL_PLUGIN_UNARY_GELU:
+      for (size_t i = 0; i < n; i++) {
+        z[i] = 0.5f * x[i] * erfcf(-x[i] * 0.70710678118654752f);
+      }
+      break;
+    case ACCEL_PLUGIN_UNARY_SILU:
+      for (size_t i = 0; i < n; i++) z[i] = x[i] / (1.0f + expf(-x[i]));
+      break;
+    default:  // RELU: -0 and NaN pass through (x < 0 is false for both)
+      for (size_t i = 0; i < n; i++) z[i] = x[i] < 0.0f ? 0.0f : x[i];
+      break;
+  }
+}
+
+static void accel_cpu_unary_range(const accel_cpu_op_t* op, void* z,
+                                  const void* x, size_t n) {
+  if (op->dtype == ACCEL_DTYPE_F32) {
+    accel_cpu_unary_f32(op->unary, z, x, n);
+    return;
+  }
+  float f[ACCEL_CPU_BLOCK];
+  for (size_t b = 0; b < n; b += ACCEL_CPU_BLOCK) {
+    size_t m = n - b < ACCEL_CPU_BLOCK ? n - b : ACCEL_CPU_BLOCK;
+    accel_cpu_to_f32_block(f, (const uint16_t*)x + b, op->dtype, m);
+    accel_cpu_unary_f32(op->unary, f, f, m);
+    accel_cpu_from_f32_block((uint16_t*)z + b, f, op->dtype, m);
+  }
+}
+
+// Elements [begin, begin + n) of y += bias broadcast over rows: one add
+// per row segment, with the loops of ADD (z = x + y, z and x the same).
+static void accel_cpu_bias_range(const accel_cpu_op_t* op, uint64_t begin,
+                                 unsigned char* z, size_t n) {
+  accel_cpu_op_t add = *op;
+  add.kind = ACCEL_CPU_OP_ADD;
+  size_t es = accel_plugin_dtype_size(op->dtype);
+  uint64_t col = begin % op->cols;
+  for (size_t i = 0; i < n;) {
+    size_t len = op->cols - col < n - i ? (size_t)(op->cols - col) : n - i;
+    unsigned char* y = z + i * es;
+    const unsigned char* bias = (const unsigned char*)op->x + col * es;
+    if (op->dtype == ACCEL_DTYPE_F32) {
+      accel_cpu_f32_range(&add, (float*)y, (const float*)y, (const float*)bias,
+                          len);
+    } else if (op->dtype == ACCEL_DTYPE_I32) {
+      accel_cpu_i32_range(&add, (uint32_t*)y, (const uint32_t*)y,
+                          (const uint32_t*)bias, len);
+    } else {
+      accel_cpu_half_range(&add, (uint16_t*)y, (const uint16_t*)y,
+                           (const uint16_t*)bias, len);
+    }
+    i += len;
+    col = 0;
+  }
+}
+
 static void accel_cpu_fill_range(const accel_cpu_op_t* op, void* z, size_t n) {
   switch (op->dtype) {
     case ACCEL_DTYPE_F32: {
@@ -137,7 +191,7 @@ static void accel_cpu_fill_range(const accel_cpu_op_t* op, void* z, size_t n) {
 
 static void accel_cpu_cast_range(const accel_cpu_op_t* op, void* z,
                                  const void* x, size_t n) {
-  size_t dsize = accel_cpu_dtype_size(op->dtype);
+  size_t dsize = accel_plugin_dtype_size(op->dtype);
   if (op->dtype == op->src_dtype) {
     if (z != x) memcpy(z, x, n * dsize);
     return;
@@ -156,7 +210,7 @@ static void accel_cpu_cast_range(const accel_cpu_op_t* op, void* z,
   }
   // Every other pair goes through f32 exactly once: f16, bf16 and i32 to
   // f32 are exact or a single rounding, and so is f32 to the destination.
-  size_t ssize = accel_cpu_dtype_size(op->src_dtype);
+  size_t ssize = accel_plugin_dtype_size(op->src_dtype);
   float f[ACCEL_CPU_BLOCK];
   for (size_t b = 0; b < n; b += ACCEL_CPU_BLOCK) {
     size_t m = n - b < ACCEL_CPU_BLOCK ? n - b : ACCEL_CPU_BLOCK;
@@ -218,10 +272,15 @@ static void accel_cpu_op_chunk(void* ctx, uint64_t index, uint32_t worker) {
   uint64_t begin = index * ACCEL_CPU_CHUNK;
   size_t n = (size_t)(op->count - begin < ACCEL_CPU_CHUNK ? op->count - begin
                                                           : ACCEL_CPU_CHUNK);
-  size_t zs = accel_cpu_dtype_size(op->dtype);
-  size_t xs =
-      op->kind == ACCEL_CPU_OP_CAST ? accel_cpu_dtype_size(op->src_dtype) : zs;
+  size_t zs = accel_plugin_dtype_size(op->dtype);
+  size_t xs = op->kind == ACCEL_CPU_OP_CAST
+                  ? accel_plugin_dtype_size(op->src_dtype)
+                  : zs;
   unsigned char* z = (unsigned char*)op->z + begin * zs;
+  if (op->kind == ACCEL_CPU_OP_BIAS_ADD) {  // x is the bias row, not offset
+    accel_cpu_bias_range(op, begin, z, n);
+    return;
+  }
   const unsigned char* x =
       op->x != NULL ? (const unsigned char*)op->x + begin * xs : NULL;
   const unsigned char* y =
@@ -235,6 +294,9 @@ static void accel_cpu_op_chunk(void* ctx, uint64_t index, uint32_t worker) {
       return;
     case ACCEL_CPU_OP_SUM:
       accel_cpu_sum_range(run, index, x, n);
+      return;
+    case ACCEL_CPU_OP_UNARY:
+      accel_cpu_unary_range(op, z, x, n);
       return;
     default:
       break;

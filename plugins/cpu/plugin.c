@@ -23,6 +23,14 @@ static accel_status_t accel_cpu_load(const accel_host_t* host,
     free(plugin);
     return host->fail(host, ACCEL_ERROR_INTERNAL, "cpu: mutex init failed");
   }
+  plugin->sched = malloc(sizeof(*plugin->sched));
+  if (plugin->sched == NULL || !accel_cpu_sched_init(plugin->sched)) {
+    free(plugin->sched);
+    pthread_mutex_destroy(&plugin->gemm_mutex);
+    pthread_mutex_destroy(&plugin->mutex);
+    free(plugin);
+    return host->fail(host, ACCEL_ERROR_INTERNAL, "cpu: scheduler init failed");
+  }
   plugin->host = host;
   *out_plugin = plugin;
   return ACCEL_OK;
@@ -35,6 +43,8 @@ static void accel_cpu_unload(void* plugin_ptr) {
   accel_cpu_pool_destroy(atomic_load(&plugin->pool));
   accel_cpu_engines_destroy(atomic_load(&plugin->engines));
   accel_cpu_scratch_destroy(atomic_load(&plugin->gemm_scratch));
+  accel_cpu_sched_deinit(plugin->sched);
+  free(plugin->sched);
   pthread_mutex_destroy(&plugin->gemm_mutex);
   pthread_mutex_destroy(&plugin->mutex);
   free(plugin);
@@ -82,7 +92,13 @@ static const accel_device_ops_t accel_cpu_device_ops = {
     .mem_unwrap = accel_cpu_mem_unwrap,
     .op_rng = accel_cpu_op_rng,
     // -- since ABI 1.4 --
+    .op_unary = accel_cpu_op_unary,
+    .op_bias_add = accel_cpu_op_bias_add,
+    .op_gemm_batched = accel_cpu_op_gemm_batched,
     .native_handle = accel_cpu_native_handle,
+    .launch_host_func = accel_cpu_launch_host_func,
+    .stream_priority_range = accel_cpu_stream_priority_range,
+    .stream_create_priority = accel_cpu_stream_create_priority,
     .stream_begin_capture = accel_cpu_stream_begin_capture,
     .stream_end_capture = accel_cpu_stream_end_capture,
     .graph_launch = accel_cpu_graph_launch,

@@ -13,12 +13,13 @@
 // deadlock: its caller alone can finish it.
 //
 // A loop is a job: `count` chunks handed out in order by an atomic
-// counter. Jobs from several streams queue FIFO; helpers join the job at
-// the head, each taking a distinct worker index (0 is the caller). A helper
-// that joins counts itself in `active`; the caller, once every chunk is
-// claimed, takes the job out of the queue and waits for `active` to drop to
-// zero, so no helper touches the job (which lives on the caller's stack)
-// after the caller returns.
+// counter. Jobs from several streams queue FIFO within a stream priority,
+// the most urgent first (schedule.c); helpers join the job at the head,
+// each taking a distinct worker index (0 is the caller). A helper that
+// joins counts itself in `active`; the caller, once every chunk is
+// claimed, takes the job out of the queue and waits for `active` to drop
+// to zero, so no helper touches the job (which lives on the caller's
+// stack) after the caller returns.
 #include <ctype.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ struct accel_cpu_job {
   uint32_t joined;              // participants so far (mutex)
   uint32_t active;              // helpers running chunks (mutex)
   bool queued;                  // in the pool's queue (mutex)
+  int32_t priority;             // of the stream whose work it is
 };
 
 struct accel_cpu_pool {
@@ -157,16 +159,30 @@ void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
     for (uint64_t i = 0; i < count; i++) fn(ctx, i, 0);
     return;
   }
-  accel_cpu_job_t job = {.fn = fn, .ctx = ctx, .count = count, .joined = 1};
+  accel_cpu_job_t job = {.fn = fn,
+                         .ctx = ctx,
+                         .count = count,
+                         .joined = 1,
+                         .priority = accel_cpu_thread_priority};
   atomic_init(&job.next_index, 0);
   pthread_mutex_lock(&pool->mutex);
   job.queued = true;
-  if (pool->tail != NULL) {
-    pool->tail->next = &job;
+  // Behind every job at least as urgent (stream priorities, schedule.c):
+  // helpers join the head, so the most urgent stream's job gets them
+  // first, the oldest among equals.
+  accel_cpu_job_t* prev = NULL;
+  accel_cpu_job_t* at = pool->head;
+  while (at != NULL && at->priority <= job.priority) {
+    prev = at;
+    at = at->next;
+  }
+  job.next = at;
+  if (prev != NULL) {
+    prev->next = &job;
   } else {
     pool->head = &job;
   }
-  pool->tail = &job;
+  if (at == NULL) pool->tail = &job;
   atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
   // Spinning helpers see the generation; wake only as many sleeping ones
   // as there are chunks beyond the caller's.

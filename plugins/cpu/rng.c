@@ -75,7 +75,8 @@ accel_status_t accel_cpu_op_rng(void* device_ptr, void* stream, void* dst,
   accel_cpu_device_t* device = device_ptr;
   const accel_host_t* host = device->host;
   bool bits = distribution == ACCEL_PHILOX_BITS;
-  if (distribution > ACCEL_PHILOX_NORMAL || accel_cpu_dtype_size(dtype) == 0 ||
+  if (distribution > ACCEL_PHILOX_NORMAL ||
+      accel_plugin_dtype_size(dtype) == 0 ||
       bits != (dtype == ACCEL_PHILOX_I32)) {
     // The core checks these; this guards a core older than the plugin.
     return host->fail(host, ACCEL_ERROR_UNSUPPORTED,

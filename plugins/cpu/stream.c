@@ -56,6 +56,7 @@
 
 struct accel_cpu_stream {
   accel_cpu_device_t* device;
+  int32_t priority;  // ACCEL_CPU_PRIORITY_GREATEST .. 0 (schedule.c)
   pthread_t worker;
   pthread_mutex_t mutex;
   pthread_cond_t work_cv;  // signalled when a task arrives or on stop
@@ -239,6 +240,7 @@ static void* accel_cpu_stream_worker(void* arg) {
   accel_cpu_stream_t* stream = arg;
   char reason[ACCEL_CPU_MESSAGE_SIZE] = "";
   accel_cpu_device_t* device = stream->device;
+  accel_cpu_thread_priority = stream->priority;  // orders its pool jobs
   pthread_mutex_lock(&stream->mutex);
   for (;;) {
     // Work queued behind inline work waits for it to finish.
@@ -267,7 +269,12 @@ static void* accel_cpu_stream_worker(void* arg) {
       bool failed = stream->error != ACCEL_OK;
       pthread_mutex_unlock(&stream->mutex);
       strcpy(reason, "queued work failed");
+      // Work that runs takes a run slot while priorities are in use; a
+      // wait takes none (schedule.c).
+      bool slot = !failed && task->kind != ACCEL_CPU_TASK_WAIT &&
+                  accel_cpu_sched_enter(device->plugin, stream->priority);
       status = accel_cpu_task_run(device, task, failed, reason);
+      accel_cpu_sched_leave(device->plugin, slot);
       free(task);
       pthread_mutex_lock(&stream->mutex);
     }
@@ -279,10 +286,11 @@ static void* accel_cpu_stream_worker(void* arg) {
   return NULL;
 }
 
-accel_status_t accel_cpu_stream_create(void* device_ptr,
-                                       accel_stream_flags_t flags,
-                                       void** out_stream) {
-  accel_cpu_device_t* device = device_ptr;
+// Creates a stream of `priority` (already in range).
+static accel_status_t accel_cpu_stream_open(accel_cpu_device_t* device,
+                                            accel_stream_flags_t flags,
+                                            int32_t priority,
+                                            void** out_stream) {
   const accel_host_t* host = device->host;
   *out_stream = NULL;
   if (flags != 0) {
@@ -296,6 +304,7 @@ accel_status_t accel_cpu_stream_create(void* device_ptr,
                       device->index);
   }
   stream->device = device;
+  stream->priority = priority;
   int rc = pthread_mutex_init(&stream->mutex, NULL);
   if (rc != 0) goto fail_mutex;
   rc = pthread_cond_init(&stream->work_cv, NULL);
@@ -304,6 +313,7 @@ accel_status_t accel_cpu_stream_create(void* device_ptr,
   if (rc != 0) goto fail_done_cv;
   rc = pthread_create(&stream->worker, NULL, accel_cpu_stream_worker, stream);
   if (rc != 0) goto fail_worker;
+  accel_cpu_sched_stream_add(device->plugin, priority);
   *out_stream = stream;
   return ACCEL_OK;
 
@@ -320,6 +330,32 @@ fail_mutex:
                     device->index, rc);
 }
 
+accel_status_t accel_cpu_stream_create(void* device, accel_stream_flags_t flags,
+                                       void** out_stream) {
+  return accel_cpu_stream_open(device, flags, ACCEL_CPU_PRIORITY_LEAST,
+                               out_stream);
+}
+
+accel_status_t accel_cpu_stream_priority_range(void* device, int32_t* out_least,
+                                               int32_t* out_greatest) {
+  (void)device;
+  *out_least = ACCEL_CPU_PRIORITY_LEAST;
+  *out_greatest = ACCEL_CPU_PRIORITY_GREATEST;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_stream_create_priority(void* device,
+                                                accel_stream_flags_t flags,
+                                                int32_t priority,
+                                                void** out_stream) {
+  // The core clamps; so does the plugin, for a caller that does not.
+  if (priority < ACCEL_CPU_PRIORITY_GREATEST) {
+    priority = ACCEL_CPU_PRIORITY_GREATEST;
+  }
+  if (priority > ACCEL_CPU_PRIORITY_LEAST) priority = ACCEL_CPU_PRIORITY_LEAST;
+  return accel_cpu_stream_open(device, flags, priority, out_stream);
+}
+
 void accel_cpu_stream_destroy(void* stream_ptr) {
   accel_cpu_stream_t* stream = stream_ptr;
   if (stream == NULL) return;
@@ -329,6 +365,7 @@ void accel_cpu_stream_destroy(void* stream_ptr) {
   pthread_cond_signal(&stream->work_cv);
   pthread_mutex_unlock(&stream->mutex);
   pthread_join(stream->worker, NULL);
+  accel_cpu_sched_stream_remove(stream->device->plugin, stream->priority);
   pthread_cond_destroy(&stream->done_cv);
   pthread_cond_destroy(&stream->work_cv);
   pthread_mutex_destroy(&stream->mutex);
@@ -394,6 +431,40 @@ accel_status_t accel_cpu_stream_wait_event(void* stream_ptr, void* event_ptr) {
   accel_cpu_event_retain(event);
   task->u.event.event = event;
   task->u.event.gen = gen;
+  accel_cpu_stream_submit(stream, task);
+  return ACCEL_OK;
+}
+
+// A host function's CALL task: `fn(user)`, skipped (by the worker) after a
+// failure, as every data task is.
+typedef struct accel_cpu_host_call {
+  void (*fn)(void* user);
+  void* user;
+} accel_cpu_host_call_t;
+
+static accel_status_t accel_cpu_host_call_run(accel_cpu_device_t* device,
+                                              void* arg, char* message,
+                                              size_t message_size) {
+  (void)device, (void)message, (void)message_size;
+  const accel_cpu_host_call_t* call = arg;
+  call->fn(call->user);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cpu_launch_host_func(void* stream_ptr,
+                                          void (*fn)(void* user), void* user) {
+  accel_cpu_stream_t* stream = stream_ptr;
+  accel_cpu_task_t* task = accel_cpu_task_create_call(
+      accel_cpu_host_call_run, sizeof(accel_cpu_host_call_t));
+  if (task == NULL) {
+    const accel_host_t* host = stream->device->host;
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                      "cpu:%u: cannot queue a host function",
+                      stream->device->index);
+  }
+  accel_cpu_host_call_t* call = task->u.call.arg;
+  call->fn = fn;
+  call->user = user;
   accel_cpu_stream_submit(stream, task);
   return ACCEL_OK;
 }

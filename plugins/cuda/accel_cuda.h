@@ -91,7 +91,7 @@ accel_status_t accel_cuda_device_count(void* plugin, uint32_t* out_count);
 
 // Kernels of the embedded ops module (ops.c), indexed by
 // accel_cuda_kernel_t.
-#define ACCEL_CUDA_KERNEL_COUNT 46
+#define ACCEL_CUDA_KERNEL_COUNT 53
 
 // One opened device: its primary context, retained at open and released
 // at close, and properties read once at open.
@@ -241,6 +241,17 @@ void accel_cuda_stream_destroy(void* stream);
 accel_status_t accel_cuda_stream_synchronize(void* stream);
 accel_status_t accel_cuda_stream_query(void* stream, bool* out_done);
 accel_status_t accel_cuda_stream_wait_event(void* stream, void* event);
+// plugin ABI 1.4: stream priorities (cuCtxGetStreamPriorityRange,
+// cuStreamCreateWithPriority) and host functions (cuLaunchHostFunc).
+accel_status_t accel_cuda_stream_priority_range(void* device,
+                                                int32_t* out_least,
+                                                int32_t* out_greatest);
+accel_status_t accel_cuda_stream_create_priority(void* device,
+                                                 accel_stream_flags_t flags,
+                                                 int32_t priority,
+                                                 void** out_stream);
+accel_status_t accel_cuda_launch_host_func(void* stream, void (*fn)(void* user),
+                                           void* user);
 // plugin ABI 1.4: native graphs (graph.c): stream capture in relaxed mode
 // (cuStreamBeginCapture), a CUgraph instantiated at the end of the capture
 // (cuStreamEndCapture, cuGraphInstantiateWithFlags) and launched with
@@ -306,7 +317,9 @@ typedef enum accel_cuda_kernel {
   ACCEL_CUDA_K_SUM_FINAL = 38,    // (4)
   ACCEL_CUDA_K_GEMM_SCALE = 42,   // + dtype, floats only (3)
   ACCEL_CUDA_K_RNG = 45,          // every dtype and distribution (1)
-  ACCEL_CUDA_K_END = 46,
+  ACCEL_CUDA_K_UNARY = 46,        // + dtype, floats only (3; ABI 1.4)
+  ACCEL_CUDA_K_BIAS_ADD = 49,     // + dtype (4; ABI 1.4)
+  ACCEL_CUDA_K_END = 53,
 } accel_cuda_kernel_t;
 
 // Launches ops kernel `kernel` on `stream` over `count` elements (1-D
@@ -327,6 +340,11 @@ accel_plugin_op_binary_fn accel_cuda_op_mul;
 accel_plugin_op_sum_fn accel_cuda_op_sum;
 accel_plugin_op_gemm_fn accel_cuda_op_gemm;
 accel_plugin_op_gemm_workspace_fn accel_cuda_op_gemm_workspace;
+// ABI 1.4: activations and bias-add (ops.c), strided-batched GEMM
+// (gemm.c, cublasGemmStridedBatchedEx).
+accel_plugin_op_unary_fn accel_cuda_op_unary;
+accel_plugin_op_bias_add_fn accel_cuda_op_bias_add;
+accel_plugin_op_gemm_batched_fn accel_cuda_op_gemm_batched;
 
 // Frees the ops module of `device` (device_close; context pushed).
 void accel_cuda_ops_unload(accel_cuda_device_t* device);

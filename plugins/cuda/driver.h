@@ -81,6 +81,9 @@
   X(cuStreamSynchronize, 2000, "cuStreamSynchronize")                 \
   X(cuStreamQuery, 2000, "cuStreamQuery")                             \
   X(cuStreamWaitEvent, 3020, "cuStreamWaitEvent")                     \
+  X(cuStreamCreateWithPriority, 5050, "cuStreamCreateWithPriority")   \
+  X(cuCtxGetStreamPriorityRange, 5050, "cuCtxGetStreamPriorityRange") \
+  X(cuLaunchHostFunc, 10000, "cuLaunchHostFunc")                      \
   X(cuStreamBeginCapture, 10010, "cuStreamBeginCapture_v2")          \
   X(cuStreamEndCapture, 10000, "cuStreamEndCapture")                  \
   X(cuGraphInstantiateWithFlags, 11040, "cuGraphInstantiateWithFlags") \

@@ -27,9 +27,12 @@ accel_status_t accel_cuda_event_create(void* device_ptr,
     free(event);
     return status;
   }
-  CUresult r = device->cu->cuEventCreate(
-      &event->event,
-      event->timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING);
+  // ACCEL_EVENT_BLOCKING_SYNC (from an ABI 1.4 core): a host waiting in
+  // cuEventSynchronize sleeps instead of spinning.
+  unsigned cu_flags =
+      event->timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING;
+  if (flags & ACCEL_EVENT_BLOCKING_SYNC) cu_flags |= CU_EVENT_BLOCKING_SYNC;
+  CUresult r = device->cu->cuEventCreate(&event->event, cu_flags);
   accel_cuda_context_pop(device);
   if (r != CUDA_SUCCESS) {
     free(event);

@@ -36,6 +36,15 @@
 // stream anyway. A core older than ABI 1.2 lends nothing: the handle then
 // gets its own workspace from cuMemAlloc, at its first such GEMM, outside
 // the core's statistics, as before.
+//
+// Strided-batched GEMM (ABI 1.4) is one cublasGemmStridedBatchedEx, with
+// the same operand swap (B and its stride first), handle, workspace (one
+// for the whole batch, as cuBLAS uses it) and compute type; batches above
+// INT_MAX members go in several calls. k == 0 runs the scale kernel per
+// member; a cuBLAS without cublasGemmStridedBatchedEx (it has been in
+// cuBLAS since CUDA 9, but the symbol is looked up, not required) runs
+// one cublasGemmEx per member.
+#include <accel/plugin_dtype.h>
 #include <cublas_api.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -65,6 +74,11 @@ typedef const char* (*accel_cuda_cublas_status_name_t)(cublasStatus_t);
 typedef cublasStatus_t (*accel_cuda_cublas_get_version_t)(cublasHandle_t, int*);
 typedef cublasStatus_t (*accel_cuda_cublas_set_math_mode_t)(cublasHandle_t,
                                                             cublasMath_t);
+typedef cublasStatus_t (*accel_cuda_cublas_gemm_strided_batched_ex_t)(
+    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+    const void*, const void*, cudaDataType, int, long long, const void*,
+    cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+    long long, int, cublasComputeType_t, cublasGemmAlgo_t);
 
 // The typedefs must match the toolkit's declarations (nothing is linked,
 // so only the compiler can check them).
@@ -77,6 +91,8 @@ ACCEL_CUDA_SAME_TYPE(cublasSetWorkspace_v2, accel_cuda_cublas_set_workspace_t);
 ACCEL_CUDA_SAME_TYPE(cublasGemmEx, accel_cuda_cublas_gemm_ex_t);
 ACCEL_CUDA_SAME_TYPE(cublasGetStatusName, accel_cuda_cublas_status_name_t);
 ACCEL_CUDA_SAME_TYPE(cublasSetMathMode, accel_cuda_cublas_set_math_mode_t);
+ACCEL_CUDA_SAME_TYPE(cublasGemmStridedBatchedEx,
+                     accel_cuda_cublas_gemm_strided_batched_ex_t);
 
 // A loaded cuBLAS. Immutable once published in plugin->blas.
 struct accel_cuda_blas {
@@ -89,6 +105,8 @@ struct accel_cuda_blas {
   accel_cuda_cublas_gemm_ex_t gemm_ex;
   accel_cuda_cublas_set_math_mode_t set_math_mode;
   accel_cuda_cublas_status_name_t status_name;  // may be NULL
+  // NULL without it: batches then run one gemm_ex per member.
+  accel_cuda_cublas_gemm_strided_batched_ex_t gemm_strided_batched_ex;
 };
 
 // cuBLAS sonames, newest first, with the CUDA version of the driver each
@@ -134,6 +152,8 @@ static accel_cuda_blas_t* accel_cuda_blas_try(const char* name, char* why,
       accel_cuda_blas_sym(library, "cublasSetMathMode", &blas->set_math_mode)) {
     (void)accel_cuda_blas_sym(library, "cublasGetStatusName",
                               &blas->status_name);
+    (void)accel_cuda_blas_sym(library, "cublasGemmStridedBatchedEx",
+                              &blas->gemm_strided_batched_ex);
     return blas;
   }
   if (why != NULL) {
@@ -391,19 +411,71 @@ accel_status_t accel_cuda_op_gemm_workspace(void* device_ptr,
   return status;
 }
 
-accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
-                                  const accel_plugin_gemm_t* g) {
-  accel_cuda_device_t* device = device_ptr;
-  accel_cuda_stream_t* stream = stream_ptr;
-  accel_status_t status = accel_cuda_gemm_check(device, g);
-  if (status != ACCEL_OK) return status;
-  if (g->k == 0) return accel_cuda_gemm_scale(stream, g);
+// The cuBLAS call(s) of GEMM `g`, or of `batch` when not NULL, on
+// `handle`: row-major to column-major by swapping the operands and m with
+// n. Returns the first failing status with the call's name in `*call`.
+static cublasStatus_t accel_cuda_gemm_call(
+    const accel_cuda_blas_t* blas, cublasHandle_t handle,
+    const accel_plugin_gemm_t* g, const accel_plugin_gemm_batch_t* batch,
+    const char** call) {
+  float alpha = (float)g->alpha, beta = (float)g->beta;
+  cublasComputeType_t compute =
+      g->a_dtype == ACCEL_DTYPE_F32 && (g->flags & ACCEL_GEMM_ALLOW_TF32)
+          ? CUBLAS_COMPUTE_32F_FAST_TF32
+          : CUBLAS_COMPUTE_32F;
+  cudaDataType ab = accel_cuda_blas_type(g->a_dtype);
+  cudaDataType ct = accel_cuda_blas_type(g->c_dtype);
+  cublasOperation_t op_b = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_a = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CUdeviceptr a = accel_cuda_ptr(g->a, g->a_offset);
+  CUdeviceptr b = accel_cuda_ptr(g->b, g->b_offset);
+  CUdeviceptr c = accel_cuda_ptr(g->c, g->c_offset);
+  uint64_t count = batch != NULL ? batch->count : 1;
+  uint64_t sa = batch != NULL ? batch->stride_a : 0;
+  uint64_t sb = batch != NULL ? batch->stride_b : 0;
+  uint64_t sc = batch != NULL ? batch->stride_c : 0;
+  size_t ea = accel_plugin_dtype_size(g->a_dtype);
+  size_t ec = accel_plugin_dtype_size(g->c_dtype);
+  if (batch != NULL && blas->gemm_strided_batched_ex != NULL && sa % ea == 0 &&
+      sb % ea == 0 && sc % ec == 0) {
+    *call = "cublasGemmStridedBatchedEx";
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    for (uint64_t first = 0; first < count && s == CUBLAS_STATUS_SUCCESS;
+         first += INT_MAX) {
+      int members = count - first < INT_MAX ? (int)(count - first) : INT_MAX;
+      s = blas->gemm_strided_batched_ex(
+          handle, op_b, op_a, (int)g->n, (int)g->m, (int)g->k, &alpha,
+          (const void*)(uintptr_t)(b + first * sb), ab, (int)g->ldb,
+          (long long)(sb / ea), (const void*)(uintptr_t)(a + first * sa), ab,
+          (int)g->lda, (long long)(sa / ea), &beta,
+          (void*)(uintptr_t)(c + first * sc), ct, (int)g->ldc,
+          (long long)(sc / ec), members, compute, CUBLAS_GEMM_DEFAULT);
+    }
+    return s;
+  }
+  *call = "cublasGemmEx";
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  for (uint64_t i = 0; i < count && s == CUBLAS_STATUS_SUCCESS; i++) {
+    s = blas->gemm_ex(handle, op_b, op_a, (int)g->n, (int)g->m, (int)g->k,
+                      &alpha, (const void*)(uintptr_t)(b + i * sb), ab,
+                      (int)g->ldb, (const void*)(uintptr_t)(a + i * sa), ab,
+                      (int)g->lda, &beta, (void*)(uintptr_t)(c + i * sc), ct,
+                      (int)g->ldc, compute, CUBLAS_GEMM_DEFAULT);
+  }
+  return s;
+}
+
+// Enqueues GEMM `g` (or `batch` of it) on cuBLAS with the stream's handle
+// and the workspace `g` carries.
+static accel_status_t accel_cuda_gemm_blas(
+    accel_cuda_device_t* device, accel_cuda_stream_t* stream,
+    const accel_plugin_gemm_t* g, const accel_plugin_gemm_batch_t* batch) {
   const accel_cuda_blas_t* blas = NULL;
-  status = accel_cuda_blas_get(device->plugin, &blas);
+  accel_status_t status = accel_cuda_blas_get(device->plugin, &blas);
   if (status != ACCEL_OK) return status;
   status = accel_cuda_context_push(device, "gemm");
   if (status != ACCEL_OK) return status;
-  // Held until cublasGemmEx has enqueued: see the top of this file.
+  // Held until the GEMM has enqueued: see the top of this file.
   pthread_mutex_lock(&stream->mutex);
   cublasHandle_t handle = NULL;
   CUdeviceptr workspace = 0;
@@ -420,27 +492,37 @@ accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
     }
   }
   if (status == ACCEL_OK) {
-    float alpha = (float)g->alpha, beta = (float)g->beta;
-    cublasComputeType_t compute =
-        g->a_dtype == ACCEL_DTYPE_F32 && (g->flags & ACCEL_GEMM_ALLOW_TF32)
-            ? CUBLAS_COMPUTE_32F_FAST_TF32
-            : CUBLAS_COMPUTE_32F;
-    cudaDataType ab = accel_cuda_blas_type(g->a_dtype);
-    // Row-major to column-major: swap the operands and m with n.
-    cublasStatus_t s = blas->gemm_ex(
-        handle, g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-        g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)g->n, (int)g->m, (int)g->k,
-        &alpha, (const void*)(uintptr_t)accel_cuda_ptr(g->b, g->b_offset), ab,
-        (int)g->ldb, (const void*)(uintptr_t)accel_cuda_ptr(g->a, g->a_offset),
-        ab, (int)g->lda, &beta,
-        (void*)(uintptr_t)accel_cuda_ptr(g->c, g->c_offset),
-        accel_cuda_blas_type(g->c_dtype), (int)g->ldc, compute,
-        CUBLAS_GEMM_DEFAULT);
+    const char* call = "cublasGemmEx";
+    cublasStatus_t s = accel_cuda_gemm_call(blas, handle, g, batch, &call);
     if (s != CUBLAS_STATUS_SUCCESS) {
-      status = accel_cuda_blas_fail(device, blas, s, "cublasGemmEx");
+      status = accel_cuda_blas_fail(device, blas, s, call);
     }
   }
   pthread_mutex_unlock(&stream->mutex);
   accel_cuda_context_pop(device);
+  return status;
+}
+
+accel_status_t accel_cuda_op_gemm(void* device_ptr, void* stream_ptr,
+                                  const accel_plugin_gemm_t* g) {
+  accel_cuda_device_t* device = device_ptr;
+  accel_status_t status = accel_cuda_gemm_check(device, g);
+  if (status != ACCEL_OK) return status;
+  if (g->k == 0) return accel_cuda_gemm_scale(stream_ptr, g);
+  return accel_cuda_gemm_blas(device, stream_ptr, g, NULL);
+}
+
+accel_status_t accel_cuda_op_gemm_batched(
+    void* device_ptr, void* stream_ptr, const accel_plugin_gemm_t* g,
+    const accel_plugin_gemm_batch_t* batch) {
+  accel_cuda_device_t* device = device_ptr;
+  accel_status_t status = accel_cuda_gemm_check(device, g);
+  if (status != ACCEL_OK) return status;
+  if (g->k != 0) return accel_cuda_gemm_blas(device, stream_ptr, g, batch);
+  accel_plugin_gemm_t member = *g;
+  for (uint64_t i = 0; i < batch->count && status == ACCEL_OK; i++) {
+    member.c_offset = g->c_offset + i * batch->stride_c;
+    status = accel_cuda_gemm_scale(stream_ptr, &member);
+  }
   return status;
 }

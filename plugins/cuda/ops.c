@@ -6,6 +6,7 @@
 // embedded in the plugin and loaded into a device's primary context at its
 // first op. The numerics (rounding, saturation, accumulation) are
 // described there.
+#include <accel/plugin_dtype.h>
 #include <stdio.h>
 
 #include "accel_cuda.h"
@@ -44,23 +45,14 @@ static const char* const accel_cuda_kernel_names[ACCEL_CUDA_KERNEL_COUNT] = {
     "accel_cuda_sum_final_bf16",   "accel_cuda_sum_final_i32",
     "accel_cuda_gemm_scale_f32",   "accel_cuda_gemm_scale_f16",
     "accel_cuda_gemm_scale_bf16",  "accel_cuda_rng",
+    "accel_cuda_unary_f32",        "accel_cuda_unary_f16",
+    "accel_cuda_unary_bf16",       "accel_cuda_bias_add_f32",
+    "accel_cuda_bias_add_f16",     "accel_cuda_bias_add_bf16",
+    "accel_cuda_bias_add_i32",
 };
 
 _Static_assert(ACCEL_CUDA_K_END == ACCEL_CUDA_KERNEL_COUNT,
                "kernel table and accel_cuda_kernel_t disagree");
-
-static size_t accel_cuda_dtype_size(uint32_t dtype) {
-  switch (dtype) {
-    case ACCEL_DTYPE_F32:
-    case ACCEL_DTYPE_I32:
-      return 4;
-    case ACCEL_DTYPE_F16:
-    case ACCEL_DTYPE_BF16:
-      return 2;
-    default:
-      return 0;
-  }
-}
 
 // Loads the ops module into `device` unless done. Caller pushed the
 // context. A failure is kept and returned again by later calls.
@@ -163,7 +155,7 @@ accel_status_t accel_cuda_op_cast(void* device, void* stream, void* dst,
                                   uint32_t src_dtype, uint64_t count) {
   if (dst_dtype == src_dtype) {
     return accel_cuda_copy_d2d(device, stream, dst, dst_offset, src, src_offset,
-                               count * accel_cuda_dtype_size(dst_dtype));
+                               count * accel_plugin_dtype_size(dst_dtype));
   }
   CUdeviceptr z = accel_cuda_ptr(dst, dst_offset);
   CUdeviceptr x = accel_cuda_ptr(src, src_offset);
@@ -285,4 +277,33 @@ accel_status_t accel_cuda_op_sum(void* device, void* stream_ptr, void* out,
   void* second[] = {&op, &partial, &nblocks};
   return accel_cuda_ops_launch(stream, ACCEL_CUDA_K_SUM_FINAL + dtype,
                                ACCEL_CUDA_OPS_THREADS, second, "sum");
+}
+
+// ABI 1.4. The core passes float dtypes and known activations only.
+accel_status_t accel_cuda_op_unary(void* device, void* stream, void* dst,
+                                   uint64_t dst_offset, const void* src,
+                                   uint64_t src_offset, uint32_t dtype,
+                                   uint64_t count, uint32_t op) {
+  accel_status_t status = accel_cuda_float_only(device, dtype, "activation");
+  if (status != ACCEL_OK) return status;
+  CUdeviceptr z = accel_cuda_ptr(dst, dst_offset);
+  CUdeviceptr x = accel_cuda_ptr(src, src_offset);
+  unsigned long long n = count;
+  unsigned act = op;
+  void* params[] = {&z, &x, &n, &act};
+  return accel_cuda_ops_launch(stream, ACCEL_CUDA_K_UNARY + dtype, count,
+                               params, "activation");
+}
+
+accel_status_t accel_cuda_op_bias_add(void* device, void* stream, void* y,
+                                      uint64_t y_offset, const void* bias,
+                                      uint64_t bias_offset, uint32_t dtype,
+                                      uint64_t rows, uint64_t cols) {
+  (void)device;
+  CUdeviceptr yp = accel_cuda_ptr(y, y_offset);
+  CUdeviceptr bp = accel_cuda_ptr(bias, bias_offset);
+  unsigned long long c = cols, n = rows * cols;
+  void* params[] = {&yp, &bp, &c, &n};
+  return accel_cuda_ops_launch(stream, ACCEL_CUDA_K_BIAS_ADD + dtype, n, params,
+                               "bias_add");
 }

@@ -8,11 +8,10 @@
 
 #include "accel_cuda.h"
 
-accel_status_t accel_cuda_stream_create(void* device_ptr,
-                                        accel_stream_flags_t flags,
-                                        void** out_stream) {
-  accel_cuda_device_t* device = device_ptr;
-  (void)flags;  // none defined yet
+// Creates a stream; `priority` NULL: the default priority (cuStreamCreate).
+static accel_status_t accel_cuda_stream_open(accel_cuda_device_t* device,
+                                             const int* priority,
+                                             void** out_stream) {
   *out_stream = NULL;
   accel_cuda_stream_t* stream = calloc(1, sizeof(*stream));
   if (stream == NULL) {
@@ -27,11 +26,16 @@ accel_status_t accel_cuda_stream_create(void* device_ptr,
   stream->device = device;
   accel_status_t status = accel_cuda_context_push(device, "stream_create");
   if (status == ACCEL_OK) {
-    CUresult r =
-        device->cu->cuStreamCreate(&stream->stream, CU_STREAM_NON_BLOCKING);
+    CUresult r = priority == NULL
+                     ? device->cu->cuStreamCreate(&stream->stream,
+                                                  CU_STREAM_NON_BLOCKING)
+                     : device->cu->cuStreamCreateWithPriority(
+                           &stream->stream, CU_STREAM_NON_BLOCKING, *priority);
     accel_cuda_context_pop(device);
     if (r != CUDA_SUCCESS) {
-      status = accel_cuda_device_fail(device, r, "cuStreamCreate");
+      status = accel_cuda_device_fail(
+          device, r,
+          priority == NULL ? "cuStreamCreate" : "cuStreamCreateWithPriority");
     }
   }
   if (status != ACCEL_OK) {
@@ -40,6 +44,56 @@ accel_status_t accel_cuda_stream_create(void* device_ptr,
     return status;
   }
   *out_stream = stream;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cuda_stream_create(void* device_ptr,
+                                        accel_stream_flags_t flags,
+                                        void** out_stream) {
+  (void)flags;  // none defined yet
+  return accel_cuda_stream_open(device_ptr, NULL, out_stream);
+}
+
+accel_status_t accel_cuda_stream_priority_range(void* device_ptr,
+                                                int32_t* out_least,
+                                                int32_t* out_greatest) {
+  accel_cuda_device_t* device = device_ptr;
+  *out_least = *out_greatest = 0;
+  accel_status_t status = accel_cuda_context_push(device, "priority_range");
+  if (status != ACCEL_OK) return status;
+  int least = 0, greatest = 0;
+  CUresult r = device->cu->cuCtxGetStreamPriorityRange(&least, &greatest);
+  accel_cuda_context_pop(device);
+  if (r != CUDA_SUCCESS) {
+    return accel_cuda_device_fail(device, r, "cuCtxGetStreamPriorityRange");
+  }
+  *out_least = least;
+  *out_greatest = greatest;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_cuda_stream_create_priority(void* device_ptr,
+                                                 accel_stream_flags_t flags,
+                                                 int32_t priority,
+                                                 void** out_stream) {
+  (void)flags;
+  int value = priority;  // the driver clamps it too
+  return accel_cuda_stream_open(device_ptr, &value, out_stream);
+}
+
+// cuLaunchHostFunc: the driver runs `fn` on a thread of its own once the
+// stream reaches it, and not at all after a fault in the context.
+accel_status_t accel_cuda_launch_host_func(void* stream_ptr,
+                                           void (*fn)(void* user), void* user) {
+  accel_cuda_stream_t* stream = stream_ptr;
+  accel_cuda_device_t* device = stream->device;
+  accel_status_t status = accel_cuda_context_push(device, "host_func");
+  if (status != ACCEL_OK) return status;
+  CUresult r = device->cu->cuLaunchHostFunc(stream->stream, fn, user);
+  accel_cuda_context_pop(device);
+  if (r != CUDA_SUCCESS) {
+    return accel_cuda_device_fail(device, r, "cuLaunchHostFunc");
+  }
   return ACCEL_OK;
 }
 

@@ -110,8 +110,10 @@
   X(clReleaseKernel)               \
   X(clEnqueueNDRangeKernel)
 
-// OpenCL 2.1+ entry points (optional; NULL on an older loader).
-#define ACCEL_OPENCL_FUNCS_OPTIONAL(X) X(clCreateProgramWithIL)
+// OpenCL 2.0+ entry points (optional; NULL on an older loader).
+#define ACCEL_OPENCL_FUNCS_OPTIONAL(X) \
+  X(clCreateProgramWithIL)             \
+  X(clCreateCommandQueueWithProperties)
 
 typedef struct accel_opencl_api {
 #define ACCEL_OPENCL_FIELD(name) cl_api_##name name;
@@ -159,8 +161,9 @@ typedef struct accel_opencl_plugin {
   uint32_t* device_contexts;  // [device_count]
   uint32_t context_count;     // slots in platform_contexts
   cl_platform_id* platforms;  // [platform_count]
-  // Cross-context waits whose callback has not yet run (event.c); unload
-  // waits for them, since the callback runs plugin code on a driver thread.
+  // Cross-context waits (event.c) and host functions (stream.c) whose
+  // callback has not yet run; unload waits for them, since the callback
+  // runs plugin code on a driver thread.
   atomic_uint relays;
   // CLBlast (clblast.c), opened at the first GEMM; NULL when missing.
   bool clblast_tried;
@@ -322,6 +325,20 @@ void accel_opencl_stream_destroy(void* stream);
 accel_status_t accel_opencl_stream_synchronize(void* stream);
 accel_status_t accel_opencl_stream_query(void* stream, bool* out_done);
 accel_status_t accel_opencl_stream_wait_event(void* stream, void* event);
+// plugin ABI 1.4: stream priorities (cl_khr_priority_hints: 1 low, 0 the
+// default, -1 high; one priority without the extension) and host
+// functions (a marker whose completion callback calls the function and
+// then completes a user event that a barrier behind it waits for).
+accel_status_t accel_opencl_stream_priority_range(void* device,
+                                                  int32_t* out_least,
+                                                  int32_t* out_greatest);
+accel_status_t accel_opencl_stream_create_priority(void* device,
+                                                   accel_stream_flags_t flags,
+                                                   int32_t priority,
+                                                   void** out_stream);
+accel_status_t accel_opencl_launch_host_func(void* stream,
+                                             void (*fn)(void* user),
+                                             void* user);
 
 // ---------------------------------------------------------------------------
 // Events (event.c)
@@ -366,6 +383,10 @@ accel_plugin_op_binary_fn accel_opencl_op_add;
 accel_plugin_op_binary_fn accel_opencl_op_mul;
 accel_plugin_op_sum_fn accel_opencl_op_sum;
 accel_plugin_op_gemm_fn accel_opencl_op_gemm;
+// ABI 1.4: activations and bias-add (ops.c), strided-batched GEMM (gemm.c).
+accel_plugin_op_unary_fn accel_opencl_op_unary;
+accel_plugin_op_bias_add_fn accel_opencl_op_bias_add;
+accel_plugin_op_gemm_batched_fn accel_opencl_op_gemm_batched;
 
 // Custom kernels (module.c): `module` comes from accel_opencl_module_load,
 // `function` from accel_opencl_module_function.

@@ -8,6 +8,8 @@
 #ifndef ACCEL_PLUGINS_OPENCL_BUILTINS_H_
 #define ACCEL_PLUGINS_OPENCL_BUILTINS_H_
 
+#include <accel/plugin_dtype.h>
+
 #include "accel_opencl.h"
 
 // ---------------------------------------------------------------------------
@@ -73,6 +75,8 @@ enum {
   ACCEL_OPENCL_K_SUM_FINAL,
   ACCEL_OPENCL_K_GEMM,
   ACCEL_OPENCL_K_RNG,
+  ACCEL_OPENCL_K_UNARY,
+  ACCEL_OPENCL_K_BIAS_ADD,
   ACCEL_OPENCL_K_COUNT
 };
 
@@ -101,9 +105,6 @@ accel_status_t accel_opencl_op_rng(void* device, void* stream, void* dst,
                                    uint64_t seed, uint64_t offset, double a,
                                    double b);
 
-// Bytes of one element of `dtype` (0 for an unknown dtype).
-size_t accel_opencl_dtype_size(uint32_t dtype);
-
 // The cl_mem of a plugin memory handle.
 static inline cl_mem accel_opencl_cl_mem(const void* mem) {
   return ((const accel_opencl_mem_t*)mem)->mem;
@@ -131,5 +132,22 @@ int accel_opencl_clblast_gemm(accel_opencl_plugin_t* plugin, uint32_t dtype,
                               size_t lda, cl_mem b, size_t b_off, size_t ldb,
                               double beta, cl_mem c, size_t c_off, size_t ldc,
                               cl_command_queue queue, cl_event* out_event);
+
+// Whether the CLBlast opened has the strided-batched GEMM of `dtype`
+// (CLBlastSgemmStridedBatched, CLBlastHgemmStridedBatched; CLBlast 1.0+).
+bool accel_opencl_clblast_has_batched(const accel_opencl_plugin_t* plugin,
+                                      uint32_t dtype);
+
+// accel_opencl_clblast_gemm for `count` GEMMs whose A, B and C are
+// `a_stride`, `b_stride` and `c_stride` elements apart (strides may be 0
+// for A and B). Same return values; CL_INVALID_OPERATION when CLBlast has
+// no strided-batched GEMM for `dtype`.
+int accel_opencl_clblast_gemm_batched(
+    accel_opencl_plugin_t* plugin, uint32_t dtype, bool trans_a, bool trans_b,
+    size_t m, size_t n, size_t k, double alpha, cl_mem a, size_t a_off,
+    size_t lda, size_t a_stride, cl_mem b, size_t b_off, size_t ldb,
+    size_t b_stride, double beta, cl_mem c, size_t c_off, size_t ldc,
+    size_t c_stride, size_t count, cl_command_queue queue,
+    cl_event* out_event);
 
 #endif  // ACCEL_PLUGINS_OPENCL_BUILTINS_H_

@@ -36,7 +36,10 @@ accel_status_t accel_opencl_event_create(void* device_ptr,
   accel_opencl_device_t* device = device_ptr;
   const accel_host_t* host = device->host;
   *out_event = NULL;
-  if ((flags & ~(accel_event_flags_t)ACCEL_EVENT_TIMING) != 0) {
+  // ACCEL_EVENT_BLOCKING_SYNC is accepted and ignored: how
+  // clWaitForEvents waits is the runtime's choice.
+  if ((flags & ~(accel_event_flags_t)(ACCEL_EVENT_TIMING |
+                                      ACCEL_EVENT_BLOCKING_SYNC)) != 0) {
     return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                       "opencl:%u: unknown event flags 0x%x", device->index,
                       (unsigned)flags);

@@ -34,22 +34,9 @@ extern const size_t accel_opencl_ops_source_size;
 #define ACCEL_OPENCL_MAX_GLOBAL ((uint64_t)1 << 20)
 
 static const char* const accel_opencl_builtin_names[ACCEL_OPENCL_K_COUNT] = {
-    "accel_cast",      "accel_elementwise", "accel_sum_partial",
-    "accel_sum_final", "accel_gemm",        "accel_rng",
+    "accel_cast", "accel_elementwise", "accel_sum_partial", "accel_sum_final",
+    "accel_gemm", "accel_rng",         "accel_unary",       "accel_bias_add",
 };
-
-size_t accel_opencl_dtype_size(uint32_t dtype) {
-  switch (dtype) {
-    case ACCEL_DTYPE_F32:
-    case ACCEL_DTYPE_I32:
-      return 4;
-    case ACCEL_DTYPE_F16:
-    case ACCEL_DTYPE_BF16:
-      return 2;
-    default:
-      return 0;
-  }
-}
 
 // ---------------------------------------------------------------------------
 // Running a kernel
@@ -194,7 +181,7 @@ accel_status_t accel_opencl_op_fill(void* device, void* stream, void* dst,
   accel_opencl_stream_t* s = stream;
   // The pattern is the value rounded once, exactly as the CPU plugin does.
   uint32_t pattern = 0;
-  size_t size = accel_opencl_dtype_size(dtype);
+  size_t size = accel_plugin_dtype_size(dtype);
   if (dtype == ACCEL_DTYPE_F32) {
     float f = (float)value;
     memcpy(&pattern, &f, sizeof(f));
@@ -220,8 +207,8 @@ accel_status_t accel_opencl_op_cast(void* device, void* stream, void* dst,
   accel_status_t status = accel_opencl_builtins_get(device, &b);
   if (status != ACCEL_OK) return status;
   cl_mem dm = accel_opencl_cl_mem(dst), sm = accel_opencl_cl_mem(src);
-  cl_ulong doff = dst_offset / accel_opencl_dtype_size(dst_dtype);
-  cl_ulong soff = src_offset / accel_opencl_dtype_size(src_dtype);
+  cl_ulong doff = dst_offset / accel_plugin_dtype_size(dst_dtype);
+  cl_ulong soff = src_offset / accel_plugin_dtype_size(src_dtype);
   cl_uint dt = dst_dtype, st = src_dtype;
   cl_ulong n = count;
   const accel_opencl_karg_t args[] = {
@@ -243,7 +230,7 @@ static accel_status_t accel_opencl_elementwise(
   accel_opencl_builtins_t* b = NULL;
   accel_status_t status = accel_opencl_builtins_get(device, &b);
   if (status != ACCEL_OK) return status;
-  size_t es = accel_opencl_dtype_size(dtype);
+  size_t es = accel_plugin_dtype_size(dtype);
   cl_mem zm = accel_opencl_cl_mem(z);
   cl_mem xm = x != NULL ? accel_opencl_cl_mem(x) : zm;
   cl_mem ym = y != NULL ? accel_opencl_cl_mem(y) : zm;
@@ -322,7 +309,7 @@ accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
   if (err != CL_SUCCESS) {
     return accel_opencl_check(d->host, err, "op_sum: scratch buffer");
   }
-  size_t es = accel_opencl_dtype_size(dtype);
+  size_t es = accel_plugin_dtype_size(dtype);
   cl_mem xm = accel_opencl_cl_mem(x), om = accel_opencl_cl_mem(out);
   cl_ulong xo = x_offset / es, oo = out_offset / es, n = count;
   cl_uint dt = dtype;
@@ -348,4 +335,48 @@ accel_status_t accel_opencl_op_sum(void* device, void* stream, void* out,
   }
   d->cl->clReleaseMemObject(partial);
   return status;
+}
+
+// ABI 1.4. The core passes float dtypes and known activations only.
+accel_status_t accel_opencl_op_unary(void* device, void* stream, void* dst,
+                                     uint64_t dst_offset, const void* src,
+                                     uint64_t src_offset, uint32_t dtype,
+                                     uint64_t count, uint32_t op) {
+  accel_opencl_builtins_t* b = NULL;
+  accel_status_t status = accel_opencl_builtins_get(device, &b);
+  if (status != ACCEL_OK) return status;
+  size_t es = accel_plugin_dtype_size(dtype);
+  cl_mem zm = accel_opencl_cl_mem(dst), xm = accel_opencl_cl_mem(src);
+  cl_ulong zo = dst_offset / es, xo = src_offset / es, n = count;
+  cl_uint dt = dtype, o = op;
+  const accel_opencl_karg_t args[] = {
+      {sizeof(zm), &zm}, {sizeof(zo), &zo}, {sizeof(xm), &xm},
+      {sizeof(xo), &xo}, {sizeof(dt), &dt}, {sizeof(o), &o},
+      {sizeof(n), &n},
+  };
+  size_t global = accel_opencl_global(count);
+  return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_UNARY],
+                                 args, 7, 1, &global, NULL, "op_unary");
+}
+
+accel_status_t accel_opencl_op_bias_add(void* device, void* stream, void* y,
+                                        uint64_t y_offset, const void* bias,
+                                        uint64_t bias_offset, uint32_t dtype,
+                                        uint64_t rows, uint64_t cols) {
+  accel_opencl_builtins_t* b = NULL;
+  accel_status_t status = accel_opencl_builtins_get(device, &b);
+  if (status != ACCEL_OK) return status;
+  size_t es = accel_plugin_dtype_size(dtype);
+  cl_mem ym = accel_opencl_cl_mem(y), bm = accel_opencl_cl_mem(bias);
+  cl_ulong yo = y_offset / es, bo = bias_offset / es, c = cols;
+  cl_ulong n = rows * cols;
+  cl_uint dt = dtype;
+  const accel_opencl_karg_t args[] = {
+      {sizeof(ym), &ym}, {sizeof(yo), &yo}, {sizeof(bm), &bm},
+      {sizeof(bo), &bo}, {sizeof(dt), &dt}, {sizeof(c), &c},
+      {sizeof(n), &n},
+  };
+  size_t global = accel_opencl_global(n);
+  return accel_opencl_kernel_run(stream, &b->kernels[ACCEL_OPENCL_K_BIAS_ADD],
+                                 args, 7, 1, &global, NULL, "op_bias_add");
 }

@@ -84,7 +84,13 @@ static const accel_device_ops_t accel_opencl_device_ops = {
     // -- since ABI 1.3 --
     .op_rng = accel_opencl_op_rng,
     // -- since ABI 1.4 --
+    .op_unary = accel_opencl_op_unary,
+    .op_bias_add = accel_opencl_op_bias_add,
+    .op_gemm_batched = accel_opencl_op_gemm_batched,
     .native_handle = accel_opencl_native_handle,
+    .launch_host_func = accel_opencl_launch_host_func,
+    .stream_priority_range = accel_opencl_stream_priority_range,
+    .stream_create_priority = accel_opencl_stream_create_priority,
 };
 
 static const accel_plugin_t accel_opencl_plugin = {

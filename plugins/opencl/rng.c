@@ -17,7 +17,7 @@ accel_status_t accel_opencl_op_rng(void* device, void* stream, void* dst,
                                    double b) {
   (void)device;
   accel_opencl_stream_t* s = stream;
-  size_t elem = accel_opencl_dtype_size(dtype);
+  size_t elem = accel_plugin_dtype_size(dtype);
   if (elem == 0 || distribution > ACCEL_PHILOX_NORMAL) {
     // The core checks these; this guards a core older than the plugin.
     return s->device->host->fail(s->device->host, ACCEL_ERROR_UNSUPPORTED,

@@ -18,17 +18,22 @@
 // events whenever it fills, so it stays as long as the work in flight.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "accel_opencl.h"
+// After accel_opencl.h, which sets CL_TARGET_OPENCL_VERSION.
+#include <CL/cl_ext.h>  // cl_khr_priority_hints
 
 // First capacity of the pending list; it doubles only when every event in
 // it is still running.
 #define ACCEL_OPENCL_PENDING_MIN 64
 
-accel_status_t accel_opencl_stream_create(void* device_ptr,
-                                          accel_stream_flags_t flags,
-                                          void** out_stream) {
-  accel_opencl_device_t* device = device_ptr;
+// Creates a stream; `priority` is 0 (the device's default queue) or a
+// cl_queue_priority_khr value (cl_khr_priority_hints).
+static accel_status_t accel_opencl_stream_open(accel_opencl_device_t* device,
+                                               accel_stream_flags_t flags,
+                                               cl_uint priority,
+                                               void** out_stream) {
   const accel_host_t* host = device->host;
   *out_stream = NULL;
   if (flags != 0) {
@@ -44,15 +49,79 @@ accel_status_t accel_opencl_stream_create(void* device_ptr,
   }
   cl_int err = CL_SUCCESS;
   stream->device = device;
-  stream->queue =
-      device->cl->clCreateCommandQueue(device->context, device->id, 0, &err);
+  if (priority == 0) {
+    stream->queue =
+        device->cl->clCreateCommandQueue(device->context, device->id, 0, &err);
+  } else {
+    const cl_queue_properties props[] = {CL_QUEUE_PRIORITY_KHR, priority, 0};
+    stream->queue = device->cl->clCreateCommandQueueWithProperties(
+        device->context, device->id, props, &err);
+  }
   if (err != CL_SUCCESS) {
     pthread_mutex_destroy(&stream->mutex);
     free(stream);
-    return accel_opencl_check(host, err, "clCreateCommandQueue");
+    return accel_opencl_check(host, err,
+                              priority == 0
+                                  ? "clCreateCommandQueue"
+                                  : "clCreateCommandQueueWithProperties");
   }
   *out_stream = stream;
   return ACCEL_OK;
+}
+
+accel_status_t accel_opencl_stream_create(void* device,
+                                          accel_stream_flags_t flags,
+                                          void** out_stream) {
+  return accel_opencl_stream_open(device, flags, 0, out_stream);
+}
+
+// Whether `device` lists cl_khr_priority_hints (and the loader can create
+// a queue with properties). Asked when a priority is, not cached.
+static bool accel_opencl_priority_hints(accel_opencl_device_t* device) {
+  const accel_opencl_api_t* cl = device->cl;
+  if (cl->clCreateCommandQueueWithProperties == NULL) return false;
+  size_t size = 0;
+  if (cl->clGetDeviceInfo(device->id, CL_DEVICE_EXTENSIONS, 0, NULL, &size) !=
+          CL_SUCCESS ||
+      size == 0) {
+    return false;
+  }
+  char* text = malloc(size + 1);
+  if (text == NULL) return false;
+  bool found = false;
+  if (cl->clGetDeviceInfo(device->id, CL_DEVICE_EXTENSIONS, size, text, NULL) ==
+      CL_SUCCESS) {
+    text[size] = '\0';
+    static const char name[] = "cl_khr_priority_hints";
+    for (const char* at = strstr(text, name); at != NULL && !found;
+         at = strstr(at + 1, name)) {
+      char after = at[sizeof(name) - 1];
+      found = (at == text || at[-1] == ' ') && (after == ' ' || after == '\0');
+    }
+  }
+  free(text);
+  return found;
+}
+
+accel_status_t accel_opencl_stream_priority_range(void* device,
+                                                  int32_t* out_least,
+                                                  int32_t* out_greatest) {
+  bool hints = accel_opencl_priority_hints(device);
+  *out_least = hints ? 1 : 0;
+  *out_greatest = hints ? -1 : 0;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_opencl_stream_create_priority(void* device,
+                                                   accel_stream_flags_t flags,
+                                                   int32_t priority,
+                                                   void** out_stream) {
+  cl_uint hint = 0;  // 0: no hint, the default (medium) queue
+  if (priority != 0 && accel_opencl_priority_hints(device)) {
+    hint =
+        priority < 0 ? CL_QUEUE_PRIORITY_HIGH_KHR : CL_QUEUE_PRIORITY_LOW_KHR;
+  }
+  return accel_opencl_stream_open(device, flags, hint, out_stream);
 }
 
 // Records the failure of `event` (status < 0) as the sticky error, unless
@@ -214,5 +283,98 @@ accel_status_t accel_opencl_stream_query(void* stream_ptr, bool* out_done) {
   accel_status_t status = accel_opencl_stream_error(stream);
   pthread_mutex_unlock(&stream->mutex);
   *out_done = done;
+  return status;
+}
+
+// ---------------------------------------------------------------------------
+// Host functions (launch_host_func). OpenCL has no host commands, so three
+// commands stand for one: a marker, which completes once the work before
+// it has; a callback on the marker's completion, which calls the function
+// (on the runtime's callback thread) and then completes a user event; and
+// a barrier waiting for that user event, so the work after it waits until
+// the function has returned. If the work before failed, the marker's
+// status is negative: the function is not called and the user event takes
+// the failure, which then reaches the barrier and the stream's sticky
+// error.
+// ---------------------------------------------------------------------------
+
+typedef struct accel_opencl_host_call {
+  const accel_opencl_api_t* cl;
+  void (*fn)(void* user);
+  void* user;
+  cl_event gate;         // the user event the barrier waits for
+  atomic_uint* pending;  // plugin->relays: unload waits for the callback
+} accel_opencl_host_call_t;
+
+static void CL_CALLBACK accel_opencl_host_call_fire(cl_event marker,
+                                                    cl_int status, void* data) {
+  (void)marker;
+  accel_opencl_host_call_t* call = data;
+  if (status >= 0) call->fn(call->user);
+  call->cl->clSetUserEventStatus(call->gate, status < 0 ? status : CL_COMPLETE);
+  call->cl->clReleaseEvent(call->gate);
+  atomic_uint* pending = call->pending;
+  free(call);
+  atomic_fetch_sub(pending, 1);  // last: unload may proceed
+}
+
+accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
+                                             void (*fn)(void* user),
+                                             void* user) {
+  accel_opencl_stream_t* stream = stream_ptr;
+  accel_opencl_device_t* device = stream->device;
+  const accel_opencl_api_t* cl = device->cl;
+  accel_opencl_host_call_t* call = malloc(sizeof(*call));
+  if (call == NULL) {
+    return device->host->fail(device->host, ACCEL_ERROR_OUT_OF_MEMORY,
+                              "opencl:%u: host function", device->index);
+  }
+  cl_int err = CL_SUCCESS;
+  call->cl = cl;
+  call->fn = fn;
+  call->user = user;
+  call->pending = &device->plugin->relays;
+  call->gate = cl->clCreateUserEvent(device->context, &err);
+  if (err != CL_SUCCESS) {
+    free(call);
+    return accel_opencl_check(device->host, err, "clCreateUserEvent");
+  }
+  cl_event gate = call->gate;
+  cl_event marker = NULL;
+  err = cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker);
+  if (err != CL_SUCCESS) {
+    cl->clReleaseEvent(gate);
+    free(call);
+    return accel_opencl_check(device->host, err,
+                              "clEnqueueMarkerWithWaitList (host function)");
+  }
+  cl->clRetainEvent(gate);  // the callback's reference
+  atomic_fetch_add(call->pending, 1);
+  err = cl->clSetEventCallback(marker, CL_COMPLETE, accel_opencl_host_call_fire,
+                               call);
+  if (err != CL_SUCCESS) {
+    atomic_fetch_sub(call->pending, 1);
+    cl->clReleaseEvent(gate);
+    cl->clReleaseEvent(gate);
+    free(call);
+    accel_opencl_stream_enqueued(stream, CL_SUCCESS, marker, "marker");
+    return accel_opencl_check(device->host, err,
+                              "clSetEventCallback (host function)");
+  }
+  // The marker's failure is the stream's too; the barrier holds up the
+  // work after the function.
+  accel_opencl_stream_enqueued(stream, CL_SUCCESS, marker,
+                               "clEnqueueMarkerWithWaitList");
+  cl_event barrier = NULL;
+  err = cl->clEnqueueBarrierWithWaitList(stream->queue, 1, &gate, &barrier);
+  cl->clReleaseEvent(gate);
+  accel_status_t status = accel_opencl_stream_enqueued(
+      stream, err, err == CL_SUCCESS ? barrier : NULL,
+      "clEnqueueBarrierWithWaitList (host function)");
+  // Submitted now, so the function runs without a synchronize.
+  if (status == ACCEL_OK) {
+    status =
+        accel_opencl_check(device->host, cl->clFlush(stream->queue), "clFlush");
+  }
   return status;
 }

@@ -89,6 +89,15 @@ typedef struct accel_rocm_blas {
                  const void* beta, const void* c, int c_type, int ldc, void* d,
                  int d_type, int ldd, int compute_type, int algo,
                  int32_t solution_index, uint32_t flags);
+  // rocblas_gemm_strided_batched_ex (ROCm 2+; strides in elements, as
+  // rocblas_stride); NULL when absent: batches then run on the kernel.
+  int (*gemm_strided_batched_ex)(
+      accel_rocm_blas_handle_t handle, int trans_a, int trans_b, int m, int n,
+      int k, const void* alpha, const void* a, int a_type, int lda,
+      int64_t stride_a, const void* b, int b_type, int ldb, int64_t stride_b,
+      const void* beta, const void* c, int c_type, int ldc, int64_t stride_c,
+      void* d, int d_type, int ldd, int64_t stride_d, int batch_count,
+      int compute_type, int algo, int32_t solution_index, uint32_t flags);
   char description[96];
 } accel_rocm_blas_t;
 
@@ -140,6 +149,7 @@ accel_status_t accel_rocm_device_count(void* plugin, uint32_t* out_count);
 typedef struct accel_rocm_builtin {
   hipModule_t module;
   hipFunction_t fill, cast, ewise, sum_partial, sum_final, gemm, rng;
+  hipFunction_t unary, bias_add, gemm_batched;  // ABI 1.4
 } accel_rocm_builtin_t;
 
 // Returns the device's built-in kernels, loading them at the first call:
@@ -284,6 +294,17 @@ void accel_rocm_stream_destroy(void* stream);
 accel_status_t accel_rocm_stream_synchronize(void* stream);
 accel_status_t accel_rocm_stream_query(void* stream, bool* out_done);
 accel_status_t accel_rocm_stream_wait_event(void* stream, void* event);
+// plugin ABI 1.4: stream priorities (hipDeviceGetStreamPriorityRange,
+// hipStreamCreateWithPriority) and host functions (hipLaunchHostFunc).
+accel_status_t accel_rocm_stream_priority_range(void* device,
+                                                int32_t* out_least,
+                                                int32_t* out_greatest);
+accel_status_t accel_rocm_stream_create_priority(void* device,
+                                                 accel_stream_flags_t flags,
+                                                 int32_t priority,
+                                                 void** out_stream);
+accel_status_t accel_rocm_launch_host_func(void* stream, void (*fn)(void* user),
+                                           void* user);
 // plugin ABI 1.4: native graphs (graph.c): hipStreamBeginCapture in relaxed
 // mode, hipStreamEndCapture and hipGraphInstantiate, hipGraphLaunch. A
 // runtime without the graph entry points makes begin UNSUPPORTED (the core
@@ -339,6 +360,11 @@ accel_plugin_op_sum_fn accel_rocm_op_sum;
 accel_plugin_op_gemm_fn accel_rocm_op_gemm;
 // plugin ABI 1.2: the rocBLAS workspace the core lends each GEMM (gemm.c).
 accel_plugin_op_gemm_workspace_fn accel_rocm_op_gemm_workspace;
+// plugin ABI 1.4: activations and bias-add (ops.c), strided-batched GEMM
+// (gemm.c: rocblas_gemm_strided_batched_ex or the batched tiled kernel).
+accel_plugin_op_unary_fn accel_rocm_op_unary;
+accel_plugin_op_bias_add_fn accel_rocm_op_bias_add;
+accel_plugin_op_gemm_batched_fn accel_rocm_op_gemm_batched;
 
 // Launches built-in `function` with one by-value struct parameter (ops.c).
 accel_status_t accel_rocm_launch_builtin(accel_rocm_device_t* device,

@@ -40,6 +40,8 @@ static bool accel_rocm_blas_open(accel_rocm_blas_t* blas, const char* name,
     ACCEL_ROCM_SYM(blas->lib, "rocblas_set_stream", blas->set_stream);
     ACCEL_ROCM_SYM(blas->lib, "rocblas_gemm_ex", blas->gemm_ex);
     ACCEL_ROCM_SYM(blas->lib, "rocblas_set_workspace", blas->set_workspace);
+    ACCEL_ROCM_SYM(blas->lib, "rocblas_gemm_strided_batched_ex",
+                   blas->gemm_strided_batched_ex);
     if (blas->create_handle == NULL || blas->destroy_handle == NULL ||
         blas->set_stream == NULL || blas->gemm_ex == NULL) {
       why = "not rocBLAS: no rocblas_gemm_ex";

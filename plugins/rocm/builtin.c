@@ -273,7 +273,10 @@ static accel_status_t accel_rocm_builtin_init(accel_rocm_device_t* device) {
                {"accel_rocm_sum_partial", &b->sum_partial},
                {"accel_rocm_sum_final", &b->sum_final},
                {"accel_rocm_gemm", &b->gemm},
-               {"accel_rocm_rng", &b->rng}};
+               {"accel_rocm_rng", &b->rng},
+               {"accel_rocm_unary", &b->unary},
+               {"accel_rocm_bias_add", &b->bias_add},
+               {"accel_rocm_gemm_batched", &b->gemm_batched}};
   for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     err =
         device->rt->hipModuleGetFunction(names[i].fn, b->module, names[i].name);

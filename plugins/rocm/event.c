@@ -11,7 +11,8 @@ accel_status_t accel_rocm_event_create(void* device_ptr,
                                        void** out_event) {
   accel_rocm_device_t* device = device_ptr;
   *out_event = NULL;
-  if ((flags & ~(accel_event_flags_t)ACCEL_EVENT_TIMING) != 0) {
+  if ((flags & ~(accel_event_flags_t)(ACCEL_EVENT_TIMING |
+                                      ACCEL_EVENT_BLOCKING_SYNC)) != 0) {
     return device->host->fail(device->host, ACCEL_ERROR_INVALID_ARGUMENT,
                               "%s: unknown event flags 0x%x", device->prefix,
                               (unsigned)flags);
@@ -26,6 +27,9 @@ accel_status_t accel_rocm_event_create(void* device_ptr,
   atomic_init(&event->recorded, false);
   unsigned hip_flags =
       (flags & ACCEL_EVENT_TIMING) ? hipEventDefault : hipEventDisableTiming;
+  // ACCEL_EVENT_BLOCKING_SYNC (from an ABI 1.4 core): a host waiting in
+  // hipEventSynchronize sleeps instead of spinning.
+  if (flags & ACCEL_EVENT_BLOCKING_SYNC) hip_flags |= hipEventBlockingSync;
   int saved = 0;
   accel_status_t status = accel_rocm_device_enter(device, &saved);
   if (status != ACCEL_OK) {

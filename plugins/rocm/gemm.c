@@ -41,6 +41,13 @@
 // accumulation; the flags argument is 0 (rocblas_gemm_flags_none), since
 // no rocblas_gemm_flags value trades precision (they select packing,
 // atomics-free split-K and fp8 rounding; see docs/vendor-contracts.md).
+//
+// Strided-batched GEMM (ABI 1.4) takes the same route: one
+// rocblas_gemm_strided_batched_ex (operands and strides swapped like the
+// rest, C also as D, one lent workspace for the whole batch) when rocBLAS
+// has it and the sizes fit int, else the tiled kernel with the members
+// along grid z (accel_rocm_gemm_batched).
+#include <accel/plugin_dtype.h>
 #include <limits.h>
 #include <string.h>
 
@@ -143,18 +150,51 @@ static int accel_rocm_gemm_ex(const accel_rocm_blas_t* blas,
       ACCEL_ROCM_BLAS_F32, ACCEL_ROCM_BLAS_ALGO_STANDARD, 0, 0);
 }
 
-// Enqueues `g` on rocBLAS, with the workspace `gemm` carries. Returns
+// One rocblas_gemm_strided_batched_ex of the batch `b` (strides already
+// in elements), swapped like accel_rocm_gemm_ex.
+static int accel_rocm_gemm_strided_ex(const accel_rocm_blas_t* blas,
+                                      accel_rocm_blas_handle_t handle,
+                                      const accel_rocm_gemm_batch_args_t* b,
+                                      int ab, int c) {
+  const accel_rocm_gemm_args_t* g = &b->g;
+  return blas->gemm_strided_batched_ex(
+      handle, g->trans_b ? ACCEL_ROCM_BLAS_OP_T : ACCEL_ROCM_BLAS_OP_N,
+      g->trans_a ? ACCEL_ROCM_BLAS_OP_T : ACCEL_ROCM_BLAS_OP_N, (int)g->n,
+      (int)g->m, (int)g->k, &g->alpha, g->b, ab, (int)g->ldb,
+      (int64_t)b->stride_b, g->a, ab, (int)g->lda, (int64_t)b->stride_a,
+      &g->beta, g->c, c, (int)g->ldc, (int64_t)b->stride_c, g->c, c,
+      (int)g->ldc, (int64_t)b->stride_c, (int)b->count, ACCEL_ROCM_BLAS_F32,
+      ACCEL_ROCM_BLAS_ALGO_STANDARD, 0, 0);
+}
+
+// The rocBLAS call of `g`, or of the batch `b` (strides in elements) when
+// not NULL.
+static int accel_rocm_gemm_blas_call(const accel_rocm_blas_t* blas,
+                                     accel_rocm_blas_handle_t handle,
+                                     const accel_rocm_gemm_args_t* g,
+                                     const accel_rocm_gemm_batch_args_t* b,
+                                     int ab, int c) {
+  return b != NULL ? accel_rocm_gemm_strided_ex(blas, handle, b, ab, c)
+                   : accel_rocm_gemm_ex(blas, handle, g, ab, c);
+}
+
+// Enqueues `g` (or the batch `batch`, strides in elements, whose `g` it
+// is) on rocBLAS, with the workspace `gemm` carries. Returns
 // ACCEL_ERROR_UNSUPPORTED, without recording a message, when rocBLAS
 // cannot take it, so the caller falls back to the kernel.
-static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
-                                           void* stream,
-                                           const accel_rocm_gemm_args_t* g,
-                                           const accel_plugin_gemm_t* gemm) {
-  if (!accel_rocm_gemm_blas_fits(g->m, g->n, g->k, g->lda, g->ldb, g->ldc)) {
+static accel_status_t accel_rocm_gemm_blas(
+    accel_rocm_device_t* device, void* stream, const accel_rocm_gemm_args_t* g,
+    const accel_rocm_gemm_batch_args_t* batch,
+    const accel_plugin_gemm_t* gemm) {
+  if (!accel_rocm_gemm_blas_fits(g->m, g->n, g->k, g->lda, g->ldb, g->ldc) ||
+      (batch != NULL && batch->count > INT_MAX)) {
     return ACCEL_ERROR_UNSUPPORTED;
   }
   const accel_rocm_blas_t* blas = accel_rocm_blas_get(device->plugin);
-  if (blas == NULL) return ACCEL_ERROR_UNSUPPORTED;
+  if (blas == NULL ||
+      (batch != NULL && blas->gemm_strided_batched_ex == NULL)) {
+    return ACCEL_ERROR_UNSUPPORTED;
+  }
   accel_rocm_blas_slot_t* slot =
       stream != NULL ? &((accel_rocm_stream_t*)stream)->blas : &device->blas;
   int saved = 0;
@@ -206,8 +246,9 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
     }
   }
   if (rc == 0) {
-    call = "rocblas_gemm_ex";
-    rc = accel_rocm_gemm_ex(blas, slot->handle, g, ab, c);
+    call =
+        batch != NULL ? "rocblas_gemm_strided_batched_ex" : "rocblas_gemm_ex";
+    rc = accel_rocm_gemm_blas_call(blas, slot->handle, g, batch, ab, c);
     if (rc == ACCEL_ROCM_BLAS_MEMORY_ERROR && slot->lent &&
         blas->set_workspace(slot->handle, NULL, 0) == 0) {
       // A user-owned workspace never grows: this GEMM wanted more than
@@ -218,7 +259,7 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
                         "lent for this GEMM; it allocates its own",
                         device->prefix,
                         (unsigned long long)gemm->workspace_size);
-      rc = accel_rocm_gemm_ex(blas, slot->handle, g, ab, c);
+      rc = accel_rocm_gemm_blas_call(blas, slot->handle, g, batch, ab, c);
     }
   }
   pthread_mutex_unlock(&slot->lock);
@@ -236,9 +277,12 @@ static accel_status_t accel_rocm_gemm_blas(accel_rocm_device_t* device,
 // Largest grid x (columns of tiles).
 #define ACCEL_ROCM_GEMM_MAX_GRID_X 0x7fffffffu
 
-accel_status_t accel_rocm_op_gemm(void* device_ptr, void* stream,
-                                  const accel_plugin_gemm_t* gemm) {
-  accel_rocm_device_t* device = device_ptr;
+// Checks the dtype combination and builds the kernel arguments of `gemm`
+// (pointers offset); ACCEL_ERROR_UNSUPPORTED through host->fail otherwise.
+static accel_status_t accel_rocm_gemm_args(accel_rocm_device_t* device,
+                                           const accel_plugin_gemm_t* gemm,
+                                           accel_rocm_gemm_args_t* g,
+                                           uint32_t grid[3]) {
   const accel_host_t* host = device->host;
   bool half_in =
       gemm->a_dtype == ACCEL_DTYPE_F16 || gemm->a_dtype == ACCEL_DTYPE_BF16;
@@ -260,7 +304,7 @@ accel_status_t accel_rocm_op_gemm(void* device_ptr, void* stream,
                       "%s: gemm: n = %llu is too large", device->prefix,
                       (unsigned long long)gemm->n);
   }
-  accel_rocm_gemm_args_t g = {
+  *g = (accel_rocm_gemm_args_t){
       .a = (const unsigned char*)gemm->a + gemm->a_offset,
       .b = (const unsigned char*)gemm->b + gemm->b_offset,
       .c = (unsigned char*)gemm->c + gemm->c_offset,
@@ -276,17 +320,61 @@ accel_status_t accel_rocm_op_gemm(void* device_ptr, void* stream,
       .c_dtype = gemm->c_dtype,
       .trans_a = gemm->trans_a != 0,
       .trans_b = gemm->trans_b != 0};
-  accel_status_t status = accel_rocm_gemm_blas(device, stream, &g, gemm);
+  grid[0] = (uint32_t)col_tiles;
+  grid[1] = (uint32_t)(row_tiles < ACCEL_ROCM_GEMM_MAX_GRID_Y
+                           ? row_tiles
+                           : ACCEL_ROCM_GEMM_MAX_GRID_Y);
+  grid[2] = 1;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_op_gemm(void* device_ptr, void* stream,
+                                  const accel_plugin_gemm_t* gemm) {
+  accel_rocm_device_t* device = device_ptr;
+  accel_rocm_gemm_args_t g;
+  uint32_t grid[3];
+  accel_status_t status = accel_rocm_gemm_args(device, gemm, &g, grid);
+  if (status != ACCEL_OK) return status;
+  status = accel_rocm_gemm_blas(device, stream, &g, NULL, gemm);
   if (status != ACCEL_ERROR_UNSUPPORTED) return status;
   const accel_rocm_builtin_t* b = NULL;
   status = accel_rocm_builtin_get(device, &b);
   if (status != ACCEL_OK) return status;
-  uint32_t grid[3] = {(uint32_t)col_tiles,
-                      (uint32_t)(row_tiles < ACCEL_ROCM_GEMM_MAX_GRID_Y
-                                     ? row_tiles
-                                     : ACCEL_ROCM_GEMM_MAX_GRID_Y),
-                      1};
   uint32_t block[3] = {ACCEL_ROCM_GEMM_TILE, ACCEL_ROCM_GEMM_TILE, 1};
   return accel_rocm_launch_builtin(device, b->gemm, "gemm", stream, grid, block,
                                    &g);
+}
+
+// Largest grid z of the batched kernel (members per launch); it loops.
+#define ACCEL_ROCM_GEMM_MAX_GRID_Z 65535u
+
+accel_status_t accel_rocm_op_gemm_batched(
+    void* device_ptr, void* stream, const accel_plugin_gemm_t* gemm,
+    const accel_plugin_gemm_batch_t* batch) {
+  accel_rocm_device_t* device = device_ptr;
+  accel_rocm_gemm_batch_args_t b = {.count = batch->count,
+                                    .stride_a = batch->stride_a,
+                                    .stride_b = batch->stride_b,
+                                    .stride_c = batch->stride_c};
+  uint32_t grid[3];
+  accel_status_t status = accel_rocm_gemm_args(device, gemm, &b.g, grid);
+  if (status != ACCEL_OK) return status;
+  size_t ea = accel_plugin_dtype_size(gemm->a_dtype);
+  size_t ec = accel_plugin_dtype_size(gemm->c_dtype);
+  if (b.stride_a % ea == 0 && b.stride_b % ea == 0 && b.stride_c % ec == 0) {
+    // rocBLAS takes strides in elements.
+    accel_rocm_gemm_batch_args_t elems = b;
+    elems.stride_a /= ea, elems.stride_b /= ea, elems.stride_c /= ec;
+    status = accel_rocm_gemm_blas(device, stream, &b.g, &elems, gemm);
+    if (status != ACCEL_ERROR_UNSUPPORTED) return status;
+  }
+  const accel_rocm_builtin_t* bi = NULL;
+  status = accel_rocm_builtin_get(device, &bi);
+  if (status != ACCEL_OK) return status;
+  grid[2] = (uint32_t)(b.count < ACCEL_ROCM_GEMM_MAX_GRID_Z
+                           ? b.count
+                           : ACCEL_ROCM_GEMM_MAX_GRID_Z);
+  uint32_t block[3] = {ACCEL_ROCM_GEMM_TILE, ACCEL_ROCM_GEMM_TILE, 1};
+  return accel_rocm_launch_builtin(device, bi->gemm_batched, "gemm_batched",
+                                   stream, grid, block, &b);
 }

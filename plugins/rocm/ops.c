@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// Built-in elementwise ops and the sum (plugin.h, ABI 1.1): each fills the
-// by-value argument struct of kernels/ops_impl.h and launches one kernel of
-// the device's built-in module (builtin.c) on the stream. The sum runs two
+// Built-in elementwise ops and the sum (plugin.h, ABI 1.1), activations and
+// bias-add (ABI 1.4): each fills the by-value argument struct of
+// kernels/ops_impl.h and launches one kernel of the device's built-in
+// module (builtin.c) on the stream. The sum runs two
 // kernels: per-block partial sums in f64 (i64 for i32) into the stream's
 // scratch, then one thread adds them in block order, so the result does
 // not depend on scheduling.
@@ -185,4 +186,45 @@ accel_status_t accel_rocm_op_sum(void* device_ptr, void* stream_ptr, void* out,
   uint32_t one[3] = {1, 1, 1};
   return accel_rocm_launch_builtin(device, b->sum_final, "sum", stream, one,
                                    one, &a);
+}
+
+// ABI 1.4: the activations and the bias-add, one grid-stride kernel each.
+static accel_status_t accel_rocm_nn_launch(accel_rocm_device_t* device,
+                                           void* stream, bool bias,
+                                           accel_rocm_nn_args_t* args) {
+  const accel_rocm_builtin_t* b = NULL;
+  accel_status_t status = accel_rocm_builtin_get(device, &b);
+  if (status != ACCEL_OK) return status;
+  uint64_t blocks =
+      (args->count + ACCEL_ROCM_OP_THREADS - 1) / ACCEL_ROCM_OP_THREADS;
+  if (blocks > ACCEL_ROCM_OP_MAX_BLOCKS) blocks = ACCEL_ROCM_OP_MAX_BLOCKS;
+  uint32_t grid[3] = {(uint32_t)blocks, 1, 1};
+  uint32_t block[3] = {ACCEL_ROCM_OP_THREADS, 1, 1};
+  return accel_rocm_launch_builtin(device, bias ? b->bias_add : b->unary,
+                                   bias ? "bias_add" : "activation", stream,
+                                   grid, block, args);
+}
+
+accel_status_t accel_rocm_op_unary(void* device, void* stream, void* dst,
+                                   uint64_t dst_offset, const void* src,
+                                   uint64_t src_offset, uint32_t dtype,
+                                   uint64_t count, uint32_t op) {
+  accel_rocm_nn_args_t a = {.z = ACCEL_ROCM_AT(dst, dst_offset),
+                            .x = ACCEL_ROCM_AT_CONST(src, src_offset),
+                            .count = count,
+                            .dtype = dtype,
+                            .op = op};
+  return accel_rocm_nn_launch(device, stream, false, &a);
+}
+
+accel_status_t accel_rocm_op_bias_add(void* device, void* stream, void* y,
+                                      uint64_t y_offset, const void* bias,
+                                      uint64_t bias_offset, uint32_t dtype,
+                                      uint64_t rows, uint64_t cols) {
+  accel_rocm_nn_args_t a = {.z = ACCEL_ROCM_AT(y, y_offset),
+                            .x = ACCEL_ROCM_AT_CONST(bias, bias_offset),
+                            .count = rows * cols,
+                            .cols = cols,
+                            .dtype = dtype};
+  return accel_rocm_nn_launch(device, stream, true, &a);
 }

@@ -70,6 +70,12 @@
   X(hipStreamQuery, hipError_t, (hipStream_t stream))                         \
   X(hipStreamWaitEvent, hipError_t,                                           \
     (hipStream_t stream, hipEvent_t event, unsigned int flags))               \
+  X(hipStreamCreateWithPriority, hipError_t,                                  \
+    (hipStream_t * stream, unsigned int flags, int priority))                 \
+  X(hipDeviceGetStreamPriorityRange, hipError_t,                              \
+    (int* least, int* greatest))                                              \
+  X(hipLaunchHostFunc, hipError_t,                                            \
+    (hipStream_t stream, hipHostFn_t fn, void* user))                         \
   X(hipEventCreateWithFlags, hipError_t,                                      \
     (hipEvent_t * event, unsigned int flags))                                 \
   X(hipEventDestroy, hipError_t, (hipEvent_t event))                          \

@@ -12,11 +12,10 @@ hipStream_t accel_rocm_stream_handle(void* stream) {
   return stream != NULL ? ((accel_rocm_stream_t*)stream)->stream : NULL;
 }
 
-accel_status_t accel_rocm_stream_create(void* device_ptr,
-                                        accel_stream_flags_t flags,
-                                        void** out_stream) {
-  (void)flags;  // none defined
-  accel_rocm_device_t* device = device_ptr;
+// Creates a stream; `priority` NULL: the default (hipStreamCreateWithFlags).
+static accel_status_t accel_rocm_stream_open(accel_rocm_device_t* device,
+                                             const int* priority,
+                                             void** out_stream) {
   const accel_rocm_runtime_t* rt = device->rt;
   *out_stream = NULL;
   accel_rocm_stream_t* stream = calloc(1, sizeof(*stream));
@@ -37,9 +36,13 @@ accel_status_t accel_rocm_stream_create(void* device_ptr,
     free(stream);
     return status;
   }
-  const char* what = "hipStreamCreateWithFlags";
+  const char* what = priority == NULL ? "hipStreamCreateWithFlags"
+                                      : "hipStreamCreateWithPriority";
   hipError_t err =
-      rt->hipStreamCreateWithFlags(&stream->stream, hipStreamNonBlocking);
+      priority == NULL
+          ? rt->hipStreamCreateWithFlags(&stream->stream, hipStreamNonBlocking)
+          : rt->hipStreamCreateWithPriority(&stream->stream,
+                                            hipStreamNonBlocking, *priority);
   if (err == hipSuccess) {
     what = "hipMalloc(stream scratch)";
     err = rt->hipMalloc(&stream->scratch, ACCEL_ROCM_SUM_SCRATCH);
@@ -53,6 +56,62 @@ accel_status_t accel_rocm_stream_create(void* device_ptr,
     return accel_rocm_device_fail(device, err, what);
   }
   *out_stream = stream;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_stream_create(void* device_ptr,
+                                        accel_stream_flags_t flags,
+                                        void** out_stream) {
+  (void)flags;  // none defined
+  return accel_rocm_stream_open(device_ptr, NULL, out_stream);
+}
+
+accel_status_t accel_rocm_stream_priority_range(void* device_ptr,
+                                                int32_t* out_least,
+                                                int32_t* out_greatest) {
+  accel_rocm_device_t* device = device_ptr;
+  *out_least = *out_greatest = 0;
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
+  if (status != ACCEL_OK) return status;
+  int least = 0, greatest = 0;
+  hipError_t err =
+      device->rt->hipDeviceGetStreamPriorityRange(&least, &greatest);
+  if (err != hipSuccess) accel_rocm_clear_error(device->rt);
+  accel_rocm_device_leave(device, saved);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err,
+                                  "hipDeviceGetStreamPriorityRange");
+  }
+  *out_least = least;
+  *out_greatest = greatest;
+  return ACCEL_OK;
+}
+
+accel_status_t accel_rocm_stream_create_priority(void* device_ptr,
+                                                 accel_stream_flags_t flags,
+                                                 int32_t priority,
+                                                 void** out_stream) {
+  (void)flags;
+  int value = priority;  // HIP clamps it too
+  return accel_rocm_stream_open(device_ptr, &value, out_stream);
+}
+
+// hipLaunchHostFunc: the runtime calls `fn` on a thread of its own once
+// the stream reaches it.
+accel_status_t accel_rocm_launch_host_func(void* stream_ptr,
+                                           void (*fn)(void* user), void* user) {
+  accel_rocm_stream_t* stream = stream_ptr;
+  accel_rocm_device_t* device = stream->device;
+  int saved = 0;
+  accel_status_t status = accel_rocm_device_enter(device, &saved);
+  if (status != ACCEL_OK) return status;
+  hipError_t err = device->rt->hipLaunchHostFunc(stream->stream, fn, user);
+  if (err != hipSuccess) accel_rocm_clear_error(device->rt);
+  accel_rocm_device_leave(device, saved);
+  if (err != hipSuccess) {
+    return accel_rocm_device_fail(device, err, "hipLaunchHostFunc");
+  }
   return ACCEL_OK;
 }
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Streams, events, the built-in ops (GEMM included) and kernel launches."""
+"""Streams, events, the built-in ops (GEMM, activations, bias-add and
+strided-batched GEMM included) and kernel launches."""
 import ctypes
 
 from . import _lib
@@ -17,6 +18,10 @@ def _dt(dtype, *buffers):
         else:
             dtype = "float32"
     return DTYPES[dtype_name(dtype)]
+
+
+# accel_activation_t (<accel/ops_nn.h>).
+ACTIVATIONS = {"relu": 0, "gelu": 1, "silu": 2}
 
 
 def _count(count, *buffers):
@@ -154,10 +159,41 @@ class Stream(_lib.Handle):
         api.op_sum(self.handle, out.handle, out.offset, x.handle, x.offset,
                    _dt(dtype, x, out), _count(count, x))
 
-    def gemm(self, a, b, c, m, n, k, alpha=1.0, beta=0.0, trans_a=False,
-             trans_b=False, dtype=None, c_dtype=None, lda=0, ldb=0, ldc=0):
-        """C = alpha * op(A) @ op(B) + beta * C, row-major (accel_op_gemm).
-        Leading dimensions of 0 mean packed."""
+    # -- neural-network ops (<accel/ops_nn.h>) --
+    def activation(self, name, dst, src=None, count=None, dtype=None):
+        """dst = act(src) element-wise (accel_op_activation), `name` one of
+        "relu", "gelu" (exact erf form), "silu"; float dtypes. Without
+        `src` it runs in place on `dst`."""
+        if name not in ACTIVATIONS:
+            raise ValueError(f"accel: unknown activation {name!r} (one of "
+                             f"{', '.join(ACTIVATIONS)})")
+        src = dst if src is None else src
+        api.op_activation(self.handle, dst.handle, dst.offset, src.handle,
+                          src.offset, _dt(dtype, dst, src),
+                          _count(count, dst), ACTIVATIONS[name])
+
+    def relu(self, dst, src=None, count=None, dtype=None):
+        self.activation("relu", dst, src, count, dtype)
+
+    def gelu(self, dst, src=None, count=None, dtype=None):
+        self.activation("gelu", dst, src, count, dtype)
+
+    def silu(self, dst, src=None, count=None, dtype=None):
+        self.activation("silu", dst, src, count, dtype)
+
+    def bias_add(self, y, bias, rows=None, cols=None, dtype=None):
+        """y[r, c] += bias[c] for a row-major rows x cols `y`
+        (accel_op_bias_add). rows and cols default to a 2-D typed y's
+        shape."""
+        if rows is None or cols is None:
+            if y.shape is None or len(y.shape) != 2:
+                raise ValueError("accel: give rows and cols or a 2-D y")
+            rows, cols = y.shape
+        api.op_bias_add(self.handle, y.handle, y.offset, bias.handle,
+                        bias.offset, _dt(dtype, y, bias), rows, cols)
+
+    def _gemm_struct(self, a, b, c, m, n, k, alpha, beta, trans_a, trans_b,
+                     dtype, c_dtype, lda, ldb, ldc):
         g = _lib.Gemm()
         api.gemm_init(ctypes.byref(g))
         g.a_dtype = g.b_dtype = _dt(dtype, a, b)
@@ -167,6 +203,26 @@ class Stream(_lib.Handle):
         g.a, g.a_offset, g.lda = a.handle.value, a.offset, lda
         g.b, g.b_offset, g.ldb = b.handle.value, b.offset, ldb
         g.c, g.c_offset, g.ldc = c.handle.value, c.offset, ldc
+        return g
+
+    def gemm_strided_batched(self, a, b, c, m, n, k, batch, stride_a,
+                             stride_b, stride_c, alpha=1.0, beta=0.0,
+                             trans_a=False, trans_b=False, dtype=None,
+                             c_dtype=None, lda=0, ldb=0, ldc=0):
+        """`batch` GEMMs as gemm() (accel_op_gemm_strided_batched): member
+        i's A, B and C start stride_a, stride_b and stride_c elements after
+        member i - 1's; a stride of 0 shares A or B."""
+        g = self._gemm_struct(a, b, c, m, n, k, alpha, beta, trans_a,
+                              trans_b, dtype, c_dtype, lda, ldb, ldc)
+        api.op_gemm_strided_batched(self.handle, ctypes.byref(g), batch,
+                                    stride_a, stride_b, stride_c)
+
+    def gemm(self, a, b, c, m, n, k, alpha=1.0, beta=0.0, trans_a=False,
+             trans_b=False, dtype=None, c_dtype=None, lda=0, ldb=0, ldc=0):
+        """C = alpha * op(A) @ op(B) + beta * C, row-major (accel_op_gemm).
+        Leading dimensions of 0 mean packed."""
+        g = self._gemm_struct(a, b, c, m, n, k, alpha, beta, trans_a,
+                              trans_b, dtype, c_dtype, lda, ldb, ldc)
         api.op_gemm(self.handle, ctypes.byref(g))
 
     def launch(self, kernel, grid, block=(1, 1, 1), args=(),

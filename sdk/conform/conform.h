@@ -75,6 +75,8 @@ const conform_check_t* conform_copy_checks(size_t* out_count);
 const conform_check_t* conform_stream_checks(size_t* out_count);
 const conform_check_t* conform_event_checks(size_t* out_count);
 const conform_check_t* conform_ops_checks(size_t* out_count);
+// Activations, bias-add, strided-batched GEMM (conform_ops_nn.c).
+const conform_check_t* conform_ops_nn_checks(size_t* out_count);
 const conform_check_t* conform_kernel_checks(size_t* out_count);
 const conform_check_t* conform_launch_checks(size_t* out_count);
 const conform_check_t* conform_sync_checks(size_t* out_count);
@@ -83,6 +85,8 @@ const conform_check_t* conform_round_checks(size_t* out_count);
 const conform_check_t* conform_resource_checks(size_t* out_count);
 const conform_check_t* conform_rng_checks(size_t* out_count);
 const conform_check_t* conform_graph_checks(size_t* out_count);
+// Stream priorities, host functions, blocking-sync events (conform_control.c).
+const conform_check_t* conform_control_checks(size_t* out_count);
 const conform_check_t* conform_interop_checks(size_t* out_count);
 // Last: a failed kernel may leave a GPU context unusable.
 const conform_check_t* conform_error_checks(size_t* out_count);
@@ -137,6 +141,8 @@ accel_status_t conform_event(conform_ctx_t* ctx, accel_device_t* device,
                              accel_event_flags_t flags,
                              accel_event_t** out_event);
 void conform_track_module(conform_ctx_t* ctx, accel_module_t* module);
+// Tracks a stream the check created itself (accel_stream_create_with_priority).
+void conform_track_stream(conform_ctx_t* ctx, accel_stream_t* stream);
 void conform_track_kernel(conform_ctx_t* ctx, accel_kernel_t* kernel);
 
 // Zeroed host memory freed after the check (aborts nothing: NULL on OOM).

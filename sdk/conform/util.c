@@ -69,6 +69,10 @@ accel_status_t conform_event(conform_ctx_t* ctx, accel_device_t* device,
   return status;
 }
 
+void conform_track_stream(conform_ctx_t* ctx, accel_stream_t* stream) {
+  conform_track(ctx, CONFORM_TRACK_STREAM, stream);
+}
+
 void conform_track_module(conform_ctx_t* ctx, accel_module_t* module) {
   conform_track(ctx, CONFORM_TRACK_MODULE, module);
 }

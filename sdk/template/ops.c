@@ -1,16 +1,24 @@
 // SPDX-License-Identifier: MIT
 //
-// Built-in ops of the template plugin (ABI 1.1): plain loops over host
-// memory, written for clarity, not speed. They are the template's
+// Built-in ops of the template plugin (ABI 1.1, and the ABI 1.4
+// activations and bias-add): plain loops over host memory, written for
+// clarity, not speed. They are the template's
 // reference of what each op computes (see <accel/plugin.h>):
 // - F16 and BF16 are loaded as f32, computed in f32 and rounded to nearest
 //   even on store, with the SDK's conversions (<accel/plugin_dtype.h>);
 // - I32 arithmetic wraps modulo 2^32; float to I32 truncates toward zero
 //   and saturates, NaN gives 0;
 // - sum accumulates in double, GEMM in double (a simple triple loop; a
-//   real backend calls cuBLAS, rocBLAS or a tuned kernel here).
+//   real backend calls cuBLAS, rocBLAS or a tuned kernel here);
+// - the activations compute in double with libm and round once (GELU as
+//   x * erfc(-x / sqrt(2)) / 2, the exact form without the cancellation
+//   of 1 + erf(x / sqrt(2)) for negative x); a device computes them in f32
+//   (plugin.h), a few ulp away, well within accel-conform's tolerance.
+// The plugin leaves op_gemm_batched (ABI 1.4) NULL: the core then runs a
+// strided-batched GEMM as one op_gemm per member.
 // Each op is queued on the stream as one task, like a kernel launch.
 #include <accel/plugin_dtype.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -182,6 +190,51 @@ static accel_status_t template_gemm_task(template_task_t* t, char* m,
   return ACCEL_OK;
 }
 
+// dst = act(src), act an accel_plugin_unary_op_t in `dtype2`; in place
+// works (element i is read before it is written).
+static accel_status_t template_unary_task(template_task_t* t, char* m,
+                                          size_t n) {
+  (void)m;
+  (void)n;
+  for (uint64_t i = 0; i < t->count; i++) {
+    double x = template_load(t->src, t->dtype, i), y;
+    switch (t->dtype2) {
+      case ACCEL_PLUGIN_UNARY_GELU:
+        y = 0.5 * x * erfc(-x * 0.70710678118654752440);
+        break;
+      case ACCEL_PLUGIN_UNARY_SILU:
+        y = x / (1.0 + exp(-x));
+        break;
+      default:  // RELU: -0 and NaN pass through
+        y = x < 0.0 ? 0.0 : x;
+        break;
+    }
+    template_store(t->dst, t->dtype, i, y);
+  }
+  return ACCEL_OK;
+}
+
+// dst[r * cols + c] += src[c], with `count` rows and `value` cols.
+static accel_status_t template_bias_add_task(template_task_t* t, char* m,
+                                             size_t n) {
+  (void)m;
+  (void)n;
+  uint64_t cols = (uint64_t)t->value;
+  for (uint64_t i = 0; i < t->count * cols; i++) {
+    if (t->dtype == ACCEL_DTYPE_I32) {
+      uint32_t y = (uint32_t)((const int32_t*)t->dst)[i];
+      uint32_t b = (uint32_t)((const int32_t*)t->src)[i % cols];
+      uint32_t z = y + b;  // wraps modulo 2^32
+      memcpy((int32_t*)t->dst + i, &z, sizeof(z));
+      continue;
+    }
+    float y = (float)template_load(t->dst, t->dtype, i);
+    float b = (float)template_load(t->src, t->dtype, i % cols);
+    template_store(t->dst, t->dtype, i, y + b);
+  }
+  return ACCEL_OK;
+}
+
 // ---------------------------------------------------------------------------
 // Entries
 // ---------------------------------------------------------------------------
@@ -304,5 +357,33 @@ accel_status_t template_op_gemm(void* device, void* stream,
   size_t n =
       gemm->struct_size < sizeof(t->gemm) ? gemm->struct_size : sizeof(t->gemm);
   memcpy(&t->gemm, gemm, n);
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_unary(void* device, void* stream, void* dst,
+                                 uint64_t dst_offset, const void* src,
+                                 uint64_t src_offset, uint32_t dtype,
+                                 uint64_t count, uint32_t op) {
+  template_task_t* t = template_op_task(device, template_unary_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)dst + dst_offset;
+  t->src = (const char*)src + src_offset;
+  t->dtype = dtype;
+  t->dtype2 = op;
+  t->count = count;
+  return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_bias_add(void* device, void* stream, void* y,
+                                    uint64_t y_offset, const void* bias,
+                                    uint64_t bias_offset, uint32_t dtype,
+                                    uint64_t rows, uint64_t cols) {
+  template_task_t* t = template_op_task(device, template_bias_add_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)y + y_offset;
+  t->src = (const char*)bias + bias_offset;
+  t->dtype = dtype;
+  t->count = rows;
+  t->value = (double)cols;  // exact: cols * element size fits in memory
   return template_submit(((template_device_t*)device)->host, stream, t);
 }

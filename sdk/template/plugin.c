@@ -149,6 +149,9 @@ static const accel_device_ops_t template_device_ops = {
     .op_mul = template_op_mul,
     .op_sum = template_op_sum,
     .op_gemm = template_op_gemm,
+    // -- since ABI 1.4 --
+    .op_unary = template_op_unary,
+    .op_bias_add = template_op_bias_add,
 };
 
 static const accel_plugin_t template_plugin = {

@@ -165,6 +165,9 @@ accel_plugin_op_binary_fn template_op_add;
 accel_plugin_op_binary_fn template_op_mul;
 accel_plugin_op_sum_fn template_op_sum;
 accel_plugin_op_gemm_fn template_op_gemm;
+// ABI 1.4 (op_gemm_batched is left NULL: the core loops over op_gemm).
+accel_plugin_op_unary_fn template_op_unary;
+accel_plugin_op_bias_add_fn template_op_bias_add;
 
 // ---------------------------------------------------------------------------
 // Custom kernels (module.c): host shared objects with CPU-ABI kernels.

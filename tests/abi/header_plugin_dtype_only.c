@@ -14,5 +14,6 @@ float abi_plugin_dtype_h_use_all(void) {
          (float)accel_plugin_f64_to_i32_sat(1.0) +
          accel_plugin_f16_to_f32(accel_plugin_f64_to_f16(1.0)) +
          accel_plugin_bf16_to_f32(accel_plugin_f64_to_bf16(1.0)) +
-         (float)accel_plugin_f64_to_f32_odd_bits(1.0);
+         (float)accel_plugin_f64_to_f32_odd_bits(1.0) +
+         (float)accel_plugin_dtype_size(0);
 }

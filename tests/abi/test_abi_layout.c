@@ -211,6 +211,24 @@ TEST(gemm_layout) {
   ASSERT(ACCEL_PLUGIN_HAS_FIELD(&g, accel_plugin_gemm_t, workspace_size));
 }
 
+// The batch of op_gemm_batched (ABI 1.4) and the activation codes of
+// op_unary, which <accel/ops_nn.h>'s accel_activation_t repeats.
+TEST(gemm_batch_layout) {
+  REQUIRE_LP64();
+  LAYOUT_BEGIN();
+  SIZE(accel_plugin_gemm_batch_t, 40);
+  FIELD(accel_plugin_gemm_batch_t, struct_size, 0, 4);
+  FIELD(accel_plugin_gemm_batch_t, reserved0, 4, 4);
+  FIELD(accel_plugin_gemm_batch_t, count, 8, 8);
+  FIELD(accel_plugin_gemm_batch_t, stride_a, 16, 8);
+  FIELD(accel_plugin_gemm_batch_t, stride_b, 24, 8);
+  FIELD(accel_plugin_gemm_batch_t, stride_c, 32, 8);
+  VALUE(ACCEL_PLUGIN_UNARY_RELU, 0);
+  VALUE(ACCEL_PLUGIN_UNARY_GELU, 1);
+  VALUE(ACCEL_PLUGIN_UNARY_SILU, 2);
+  LAYOUT_END();
+}
+
 TEST(plugin_layout) {
   REQUIRE_LP64();
   LAYOUT_BEGIN();

@@ -30,6 +30,8 @@ done
 usr="$work/root/usr"
 for f in bin/accel-info bin/accel-conform share/man/man1/accel-conform.1 \
          share/man/man1/accel-info.1 share/man/man1/accel-bench.1 \
+         bin/accel-memviz share/man/man1/accel-memviz.1 \
+         include/accel/controls.h \
          share/accel/sdk/template/plugin.c share/accel/sdk/plugin-guide.md \
          share/accel/sdk/conformance.md share/accel/sdk/CHANGES.md \
          share/accel/conform/src/README.md include/accel/plugin.h; do

@@ -10,6 +10,7 @@
 //   tiles, on whichever engine runs them (CTest runs this file once per
 //   engine with ACCEL_CPU_GEMM);
 // - beta 0 ignores NaN in C; k 0 scales C;
+// - a strided-batched GEMM gives each member what a single GEMM gives it;
 // - f16/bf16 GEMM against f32 GEMM timings are printed (not asserted);
 // - with the BLAS engine forced and no BLAS (CPU_TEST_NO_BLAS, set with
 //   ACCEL_CPU_BLAS naming a missing library), GEMM is
@@ -249,6 +250,69 @@ TEST(half_gemm_speed_report) {
         n, f32, f16, f32 / f16, bf16, f32 / bf16, mixed);
     ASSERT(f16 > 0.0);  // ASSERT_GT compares integers: < 1 under TSan
     ASSERT(bf16 > 0.0);
+  }
+  ctx_close(&c);
+}
+
+// A strided-batched GEMM (ABI 1.4) gives every member exactly what
+// accel_op_gemm gives it, on whichever engine runs (members side by side on
+// the pool for a single-threaded BLAS, one after another otherwise): 24
+// small members with a shared B, in f32 and bf16 (converted panels).
+TEST(batched_members_match_single_gemms) {
+  if (getenv("CPU_TEST_NO_BLAS") != NULL) SKIP("no BLAS on purpose");
+  ctx_t c;
+  ASSERT_OK(ctx_open(&c));
+  enum { kCount = 24, kM = 13, kN = 17, kK = 29 };
+  static const accel_dtype_t dtypes[] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_BF16};
+  for (size_t d = 0; d < 2; d++) {
+    size_t es = accel_dtype_size(dtypes[d]);
+    size_t a_n = kCount * kM * kK, b_n = kK * kN, c_n = kCount * kM * kN;
+    accel_buffer_t *a = NULL, *b = NULL, *batched = NULL, *single = NULL;
+    ASSERT_OK(accel_buffer_create(c.device, a_n * es, &a));
+    ASSERT_OK(accel_buffer_create(c.device, b_n * es, &b));
+    ASSERT_OK(accel_buffer_create(c.device, c_n * 4, &batched));
+    ASSERT_OK(accel_buffer_create(c.device, c_n * 4, &single));
+    float* host = malloc(a_n * sizeof(float));
+    ASSERT_NOT_NULL(host);
+    uint32_t seed = 7;
+    for (size_t i = 0; i < a_n; i++) host[i] = rnd(&seed);
+    accel_buffer_t* staging = NULL;
+    ASSERT_OK(accel_buffer_create(c.device, a_n * 4, &staging));
+    ASSERT_OK(accel_buffer_write(staging, 0, host, a_n * 4));
+    ASSERT_OK(accel_op_cast(c.stream, a, 0, dtypes[d], staging, 0,
+                            ACCEL_DTYPE_F32, a_n));
+    ASSERT_OK(accel_op_cast(c.stream, b, 0, dtypes[d], staging, 0,
+                            ACCEL_DTYPE_F32, b_n));
+    accel_gemm_t g;
+    accel_gemm_init(&g);
+    g.a_dtype = g.b_dtype = dtypes[d];
+    g.c_dtype = ACCEL_DTYPE_F32;
+    g.m = kM, g.n = kN, g.k = kK, g.alpha = 1.5;
+    g.a = a, g.b = b, g.c = batched;
+    ASSERT_OK(accel_op_gemm_strided_batched(c.stream, &g, kCount, kM * kK, 0,
+                                            kM * kN));
+    g.c = single;
+    for (size_t i = 0; i < kCount; i++) {
+      g.a_offset = i * kM * kK * es;
+      g.c_offset = i * kM * kN * 4;
+      ASSERT_OK(accel_op_gemm(c.stream, &g));
+    }
+    ASSERT_OK(accel_stream_synchronize(c.stream));
+    float* got = malloc(c_n * sizeof(float));
+    float* want = malloc(c_n * sizeof(float));
+    ASSERT_NOT_NULL(got);
+    ASSERT_NOT_NULL(want);
+    ASSERT_OK(accel_buffer_read(batched, 0, got, c_n * 4));
+    ASSERT_OK(accel_buffer_read(single, 0, want, c_n * 4));
+    ASSERT_MEM_EQ(got, want, c_n * 4);
+    free(want);
+    free(got);
+    free(host);
+    accel_buffer_release(staging);
+    accel_buffer_release(single);
+    accel_buffer_release(batched);
+    accel_buffer_release(b);
+    accel_buffer_release(a);
   }
   ctx_close(&c);
 }

@@ -526,8 +526,9 @@ TEST(child_graphs_and_events) {
   accel_device_release(d);
 }
 
-// The ops not covered above (sum, cast, GEMM, buffer copies, the sum of
-// nothing) give, replayed, the bytes they give enqueued one by one.
+// The ops not covered above (sum, cast, GEMM, strided-batched GEMM,
+// activation, bias-add, buffer copies, the sum of nothing) give, replayed,
+// the bytes they give enqueued one by one.
 static accel_status_t ops_sequence(accel_stream_t* s, accel_buffer_t* a,
                                    accel_buffer_t* b, accel_buffer_t* c,
                                    accel_buffer_t* out) {
@@ -538,6 +539,22 @@ static accel_status_t ops_sequence(accel_stream_t* s, accel_buffer_t* a,
   g.b = b;
   g.c = c;
   accel_status_t st = accel_op_gemm(s, &g);
+  if (st == ACCEL_OK) {
+    st = accel_op_gemm_strided_batched(s, &g, 2, 0, 0, 0) ==
+                 ACCEL_ERROR_INVALID_ARGUMENT
+             ? ACCEL_OK  // overlapping C: refused, records nothing
+             : ACCEL_ERROR_INTERNAL;
+  }
+  g.m = g.n = g.k = 8;
+  g.c_offset = 0;
+  if (st == ACCEL_OK) st = accel_op_gemm_strided_batched(s, &g, 2, 64, 64, 64);
+  if (st == ACCEL_OK) {
+    st = accel_op_activation(s, c, 0, c, 0, ACCEL_DTYPE_F32, 256,
+                             ACCEL_ACTIVATION_GELU);
+  }
+  if (st == ACCEL_OK) {
+    st = accel_op_bias_add(s, c, 0, a, 0, ACCEL_DTYPE_F32, 16, 16);
+  }
   if (st == ACCEL_OK) st = accel_op_sum(s, out, 0, c, 0, ACCEL_DTYPE_F32, 256);
   if (st == ACCEL_OK) st = accel_op_sum(s, out, 4, c, 0, ACCEL_DTYPE_F32, 0);
   if (st == ACCEL_OK) {
@@ -575,7 +592,7 @@ TEST(ops_match_eager) {
   ASSERT_OK(accel_stream_begin_capture(s));
   ASSERT_OK(ops_sequence(s, a, b, c, out));
   ASSERT_OK(accel_stream_end_capture(s, &g));
-  ASSERT_EQ(accel_graph_node_count(g), 5);
+  ASSERT_EQ(accel_graph_node_count(g), 8);
   for (int r = 0; r < 2; r++) {
     ASSERT_OK(accel_buffer_fill(c, 0, 0, 1024));
     ASSERT_OK(accel_graph_launch(g, s));

@@ -167,6 +167,8 @@ if(STEP STREQUAL "tree")
   # Headers, plugins, package files.
   require_file("${prefix}/${INCLUDEDIR}/accel/accel.h")
   require_file("${prefix}/${INCLUDEDIR}/accel/comm.h")
+  # accel.h includes it at its end.
+  require_file("${prefix}/${INCLUDEDIR}/accel/ops_nn.h")
   require_file("${prefix}/${INCLUDEDIR}/accel/plugin.h")
   require_file("${plugindir}/libaccel-cpu.so")
   foreach(file accelConfig.cmake accelConfigVersion.cmake accelTargets.cmake)

@@ -6,6 +6,7 @@ ACCEL_TEST_PY_KERNELS set."""
 import array
 import ctypes
 import gc
+import math
 import os
 import struct
 import sys
@@ -441,6 +442,65 @@ class Streams(unittest.TestCase):
         self.assertEqual(floats(c, 4), [12.0, 15.0, 30.0, 33.0])
         with self.assertRaises(accel.AccelError):
             s.gemm(a, b, c, 3, 2, 3)  # A too small
+
+    def test_activations(self):
+        s = self.s
+        x = self.dev.empty(4, "float32")
+        y = self.dev.empty(4, "float32")
+        x.write(struct.pack("4f", -2.0, -0.5, 0.0, 3.0))
+        s.relu(y, x)
+        s.synchronize()
+        self.assertEqual(floats(y, 4), [0.0, 0.0, 0.0, 3.0])
+        s.gelu(y, x)
+        s.synchronize()
+        want = [v * (1 + math.erf(v / math.sqrt(2))) / 2
+                for v in (-2.0, -0.5, 0.0, 3.0)]
+        for got, w in zip(floats(y, 4), want):
+            self.assertAlmostEqual(got, w, places=5)
+        s.silu(x)  # in place
+        s.synchronize()
+        want = [v / (1 + math.exp(-v)) for v in (-2.0, -0.5, 0.0, 3.0)]
+        for got, w in zip(floats(x, 4), want):
+            self.assertAlmostEqual(got, w, places=5)
+        s.activation("relu", x, count=2)
+        s.synchronize()
+        self.assertEqual(floats(x, 2), [0.0, 0.0])
+        with self.assertRaises(ValueError):
+            s.activation("tanh", x)
+        i = self.dev.empty(4, "int32")
+        with self.assertRaises(accel.AccelError) as cm:
+            s.relu(i)  # float dtypes only
+        self.assertEqual(cm.exception.status, accel.Status.INVALID_ARGUMENT)
+
+    def test_bias_add(self):
+        s = self.s
+        y = self.dev.empty((2, 3), "float32")
+        bias = self.dev.empty(3, "float32")
+        y.write(struct.pack("6f", 1, 2, 3, 4, 5, 6))
+        bias.write(struct.pack("3f", 10, 20, 30))
+        s.bias_add(y, bias)
+        s.synchronize()
+        self.assertEqual(floats(y, 6), [11, 22, 33, 14, 25, 36])
+        s.bias_add(y, bias, rows=1, cols=3)
+        s.synchronize()
+        self.assertEqual(floats(y, 6), [21, 42, 63, 14, 25, 36])
+        with self.assertRaises(accel.AccelError) as cm:
+            s.bias_add(y, bias, rows=3, cols=3)  # y too small
+        self.assertEqual(cm.exception.status, accel.Status.INVALID_ARGUMENT)
+
+    def test_gemm_strided_batched(self):
+        s = self.s
+        a = self.dev.empty((2, 2, 2), "float32")  # [[i 0] [0 i]], i = 1, 2
+        b = self.dev.empty((2, 2), "float32")     # shared: stride 0
+        c = self.dev.empty((2, 2, 2), "float32")
+        a.write(struct.pack("8f", 1, 0, 0, 1, 2, 0, 0, 2))
+        b.write(struct.pack("4f", 1, 2, 3, 4))
+        s.gemm_strided_batched(a, b, c, 2, 2, 2, 2, 4, 0, 4)
+        s.synchronize()
+        self.assertEqual(floats(c, 8), [1, 2, 3, 4, 2, 4, 6, 8])
+        with self.assertRaises(accel.AccelError) as cm:
+            s.gemm_strided_batched(a, b, c, 2, 2, 2, 2, 4, 0, 0)  # C shared
+        self.assertEqual(cm.exception.status, accel.Status.INVALID_ARGUMENT)
 
     def test_module_launch(self):
         path = os.environ.get("ACCEL_TEST_PY_KERNELS")

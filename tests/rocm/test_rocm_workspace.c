@@ -6,7 +6,8 @@
 // memory by exactly the workspace (32 MiB on gfx90a, 4 MiB on gfx1030),
 // the next GEMM on the stream is a cache hit on the same block, rocBLAS
 // got it (fakehip_rocblas_last_workspace), and k == 0 asks for none. With
-// ACCEL_ROCM_BLAS=none the tiled kernel runs and nothing is lent.
+// ACCEL_ROCM_BLAS=none the tiled kernel runs and nothing is lent. A
+// strided-batched GEMM is one rocBLAS call with one workspace.
 #include <accel/accel.h>
 #include <dlfcn.h>
 #include <stdint.h>
@@ -167,6 +168,40 @@ TEST(tiled_kernel_no_workspace) {
   ASSERT_EQ(m1.cache_misses, m0.cache_misses);
   ASSERT_OK(accel_stream_synchronize(s));
   ASSERT(product_at(c, 0));
+  accel_stream_release(s);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+  dlclose(lib);
+}
+
+// Strided-batched GEMM (ABI 1.4): one rocblas_gemm_strided_batched_ex
+// with one lent workspace for the batch, or the batched tiled kernel and
+// no workspace without rocBLAS.
+TEST(rocblas_gemm_batched_workspace) {
+  void* lib = NULL;
+  last_workspace_fn_t last = last_workspace(&lib);
+  ASSERT_NOT_NULL(last);
+  unsigned long (*batched_count)(void) = NULL;
+  void* sym = dlsym(lib, "fakehip_rocblas_strided_batched_count");
+  memcpy(&batched_count, &sym, sizeof(batched_count));
+  ASSERT_NOT_NULL(batched_count);
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  accel_stream_t* s = NULL;
+  ASSERT_OK(setup(&device, &ab, &c, &s));
+  accel_memory_stats_t m0 = stats_of(device);
+  unsigned long batched0 = batched_count();
+  // Four products of the one A and B (strides 0) into C at 16-byte steps.
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_OK(accel_op_gemm_strided_batched(s, &g, 4, 0, 0, 4));
+  accel_memory_stats_t m1 = stats_of(device);
+  uint64_t lent = blas_off() ? 0 : expected_workspace();
+  ASSERT_EQ(batched_count(), batched0 + (blas_off() ? 0 : 1));
+  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes + lent);
+  ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
+  ASSERT_OK(accel_stream_synchronize(s));
+  for (size_t i = 0; i < 4; i++) ASSERT(product_at(c, 16 * i));
   accel_stream_release(s);
   accel_buffer_release(c);
   accel_buffer_release(ab);

@@ -14,6 +14,16 @@
 
 #include "test.h"
 
+// The element sizes, by accel_dtype_t value; unknown values give 0.
+TEST(dtype_size) {
+  ASSERT_EQ(accel_plugin_dtype_size(0), 4);  // f32
+  ASSERT_EQ(accel_plugin_dtype_size(1), 2);  // f16
+  ASSERT_EQ(accel_plugin_dtype_size(2), 2);  // bf16
+  ASSERT_EQ(accel_plugin_dtype_size(3), 4);  // i32
+  ASSERT_EQ(accel_plugin_dtype_size(4), 0);
+  ASSERT_EQ(accel_plugin_dtype_size(0xffffffffu), 0);
+}
+
 // The reference, valid in the default floating-point environment.
 static uint32_t reference_odd_bits(double d) {
   float f = (float)d;

@@ -1312,8 +1312,12 @@ ACCEL_API accel_status_t accel_image_describe(const void* image, size_t size,
 // Collectives (communicators, all-reduce and the rest) have their own
 // header, part of this one.
 #include <accel/comm.h>
-
+// Neural-network ops: activations, bias-add, strided-batched GEMM.
+#include <accel/ops_nn.h>
 // Graphs: capture a stream's work and launch it again.
 #include <accel/graph.h>
+
+// Stream priorities, host functions, allocator settings and counters.
+#include <accel/controls.h>
 
 #endif  // ACCEL_ACCEL_H_

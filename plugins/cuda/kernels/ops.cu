@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 //
-// Built-in ops of the CUDA plugin (plugin.h, ABI 1.1), compiled by nvcc
+// Built-in ops of the CUDA plugin (plugin.h, ABI 1.1 and 1.4), compiled by nvcc
 // into one fatbin that the plugin embeds and loads per device at the first
 // op (ops.c). Every kernel is extern "C" so ops.c finds it by name; the
 // names and parameter lists must match the table in ops.c.
@@ -211,6 +211,45 @@ __device__ void sum_final_i32(int32_t* out, const long long* partial,
   if (threadIdx.x == 0) *out = (int32_t)(uint32_t)total;
 }
 
+// Activations (ABI 1.4, accel_plugin_unary_op_t): computed in f32, rounded
+// once on store. GELU as x * erfc(-x / sqrt(2)) / 2 (the exact form,
+// without the cancellation of 1 + erf for negative x), SiLU as
+// x / (1 + exp(-x)); ReLU passes -0 and NaN through. z may be x.
+// accel_plugin_unary_op_t values (plugin.h).
+constexpr unsigned kGelu = 1, kSilu = 2;
+
+template <typename E>
+__device__ void unary(typename E::T* z, const typename E::T* x, u64 n,
+                      unsigned op) {
+  for (u64 i = first_index(); i < n; i += grid_stride()) {
+    float v = E::load(x[i]), r;
+    if (op == kGelu) {
+      r = __fmul_rn(__fmul_rn(0.5f, v), erfcf(__fmul_rn(-v, 0.70710678f)));
+    } else if (op == kSilu) {
+      r = __fdiv_rn(v, __fadd_rn(1.0f, expf(-v)));
+    } else {
+      r = v < 0.0f ? 0.0f : v;
+    }
+    z[i] = E::store(r);
+  }
+}
+
+// y[r * cols + c] += bias[c] over the n = rows * cols elements of y.
+template <typename E>
+__device__ void bias_add(typename E::T* y, const typename E::T* bias, u64 cols,
+                         u64 n) {
+  for (u64 i = first_index(); i < n; i += grid_stride()) {
+    y[i] = E::store(__fadd_rn(E::load(y[i]), E::load(bias[i % cols])));
+  }
+}
+template <>
+__device__ void bias_add<i32>(int32_t* y, const int32_t* bias, u64 cols,
+                              u64 n) {
+  for (u64 i = first_index(); i < n; i += grid_stride()) {
+    y[i] = (int32_t)((uint32_t)y[i] + (uint32_t)bias[i % cols]);  // wraps
+  }
+}
+
 // C = beta * C for a GEMM with k == 0 (beta == 0 writes zeros without
 // reading C, as BLAS does). One thread per element of the m x n matrix.
 template <typename E>
@@ -286,6 +325,20 @@ extern "C" __global__ void accel_cuda_sum_final_i32(int32_t* out,
                                                     unsigned blocks) {
   sum_final_i32(out, partial, blocks);
 }
+
+#define ACCEL_CUDA_UNARY(E)                                              \
+  extern "C" __global__ void accel_cuda_unary_##E(E::T* z, const E::T* x, \
+                                                  u64 n, unsigned op) {   \
+    unary<E>(z, x, n, op);                                                \
+  }
+ACCEL_CUDA_OPS_FOR_FLOATS(ACCEL_CUDA_UNARY)
+
+#define ACCEL_CUDA_BIAS_ADD(E)                                     \
+  extern "C" __global__ void accel_cuda_bias_add_##E(              \
+      E::T* y, const E::T* bias, u64 cols, u64 n) {                \
+    bias_add<E>(y, bias, cols, n);                                 \
+  }
+ACCEL_CUDA_OPS_FOR_ALL(ACCEL_CUDA_BIAS_ADD)
 
 // op_rng (ABI 1.3): one thread per Philox block of four elements,
 // grid-stride; <accel/philox.h> computes each element with __fmul_rn and

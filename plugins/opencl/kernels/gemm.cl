@@ -13,7 +13,11 @@
 // op(A) (GEMM_T x GEMM_WG) and op(B) (GEMM_WG x GEMM_T) are staged in
 // local memory, k-major, each item loading 4 elements of each. Every
 // output adds its k products in order. With beta == 0, C is never read,
-// so a NaN there cannot leak into the result. ACCEL_GEMM_TS (GEMM_WG)
+// so a NaN there cannot leak into the result. The third dimension of the
+// grid is the batch of a strided-batched GEMM (ABI 1.4): group z computes
+// member z, whose A, B and C start `a_stride`, `b_stride` and `c_stride`
+// elements after member z - 1's (1 and zeros for a single GEMM).
+// ACCEL_GEMM_TS (GEMM_WG)
 // comes from the build options (ops.c: 16, or 8 on devices whose
 // work-groups are smaller than 256).
 #ifndef ACCEL_GEMM_TS
@@ -30,7 +34,8 @@ accel_gemm(
     ulong m, ulong n, ulong k, global const uchar* a, ulong a_off, ulong lda,
     uint trans_a, global const uchar* b, ulong b_off, ulong ldb, uint trans_b,
     global uchar* c, ulong c_off, ulong ldc, uint ab_dtype, uint c_dtype,
-    float alpha, float beta, uint beta_zero) {
+    float alpha, float beta, uint beta_zero, ulong a_stride, ulong b_stride,
+    ulong c_stride) {
   local float at[GEMM_WG][GEMM_T + 1];  // [k][row]
   local float bt[GEMM_WG][GEMM_T + 1];  // [k][col]
   uint lc = (uint)get_local_id(0);
@@ -38,6 +43,10 @@ accel_gemm(
   uint tid = lr * GEMM_WG + lc;
   ulong row0 = get_group_id(1) * GEMM_T;
   ulong col0 = get_group_id(0) * GEMM_T;
+  ulong member = get_group_id(2);
+  a_off += member * a_stride;
+  b_off += member * b_stride;
+  c_off += member * c_stride;
   float acc[GEMM_R][GEMM_R];
   for (uint i = 0; i < GEMM_R; i++) {
     for (uint j = 0; j < GEMM_R; j++) acc[i][j] = 0.0f;

@@ -190,6 +190,50 @@ kernel void accel_elementwise(global uchar* z, ulong z_off,
   }
 }
 
+// Activations of accel_unary (accel_plugin_unary_op_t).
+#define ACCEL_UNARY_RELU 0u
+#define ACCEL_UNARY_GELU 1u
+#define ACCEL_UNARY_SILU 2u
+
+// z = act(x), float dtypes, computed in f32 and rounded once on store.
+// ReLU passes -0 and NaN through (x < 0 is false for both). GELU is
+// x * erfc(-x / sqrt(2)) / 2, equal to x * (1 + erf(x / sqrt(2))) / 2
+// but without the cancellation of 1 + erf for negative x; SiLU is
+// x / (1 + exp(-x)). z may be x (in place).
+kernel void accel_unary(global uchar* z, ulong z_off, global const uchar* x,
+                        ulong x_off, uint dtype, uint op, ulong n) {
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    float v = accel_load(x, dtype, x_off + i);
+    float r;
+    if (op == ACCEL_UNARY_GELU) {
+      r = 0.5f * v * erfc(-v * 0.70710678118654752f);
+    } else if (op == ACCEL_UNARY_SILU) {
+      r = v / (1.0f + exp(-v));
+    } else {
+      r = v < 0.0f ? 0.0f : v;
+    }
+    accel_store(z, dtype, z_off + i, r);
+  }
+}
+
+// y[r * cols + c] += bias[c]: floats added in f32 and rounded once, I32
+// wrapping modulo 2^32. Offsets in elements.
+kernel void accel_bias_add(global uchar* y, ulong y_off,
+                           global const uchar* bias, ulong bias_off,
+                           uint dtype, ulong cols, ulong n) {
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    ulong c = i % cols;
+    if (dtype == ACCEL_I32) {
+      global uint* yi = (global uint*)y + y_off + i;
+      *yi += ((global const uint*)bias)[bias_off + c];
+    } else {
+      float r = accel_load(y, dtype, y_off + i) +
+                accel_load(bias, dtype, bias_off + c);
+      accel_store(y, dtype, y_off + i, r);
+    }
+  }
+}
+
 // Adds the work-group's per-item sums `sf` and `si` in a fixed tree in
 // local memory; lf[0] and li[0] hold the totals afterwards. Every item of
 // the group must call it.

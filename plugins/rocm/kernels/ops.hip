@@ -86,7 +86,8 @@ extern "C" __global__ void accel_rocm_sum_final(accel_rocm_op_args_t a) {
 // TILE tiles of op(A) and op(B) in shared memory, accumulating in f32.
 // Grid x covers columns of C; grid y covers rows and may be smaller than
 // the row tiles (it is capped at 65535), so blocks loop over row tiles.
-extern "C" __global__ void accel_rocm_gemm(accel_rocm_gemm_args_t g) {
+// The body of accel_rocm_gemm and of each member of accel_rocm_gemm_batched.
+static __device__ void accel_rocm_gemm_tiles(const accel_rocm_gemm_args_t& g) {
   const unsigned T = ACCEL_ROCM_GEMM_TILE;
   __shared__ float as[ACCEL_ROCM_GEMM_TILE][ACCEL_ROCM_GEMM_TILE + 1];
   __shared__ float bs[ACCEL_ROCM_GEMM_TILE][ACCEL_ROCM_GEMM_TILE + 1];
@@ -108,6 +109,28 @@ extern "C" __global__ void accel_rocm_gemm(accel_rocm_gemm_args_t g) {
     }
     if (row < g.m && col < g.n) accel_rocm_gemm_store(&g, row, col, acc);
   }
+}
+
+extern "C" __global__ void accel_rocm_gemm(accel_rocm_gemm_args_t g) {
+  accel_rocm_gemm_tiles(g);
+}
+
+// Strided-batched GEMM (ABI 1.4): grid z covers the members (capped at
+// 65535, so blocks loop over the rest), each as accel_rocm_gemm.
+extern "C" __global__ void accel_rocm_gemm_batched(
+    accel_rocm_gemm_batch_args_t b) {
+  for (accel_rocm_u64_t i = blockIdx.z; i < b.count; i += gridDim.z) {
+    accel_rocm_gemm_tiles(accel_rocm_gemm_member(&b, i));
+  }
+}
+
+// Activations and bias-add (ABI 1.4; ops_impl.h).
+extern "C" __global__ void accel_rocm_unary(accel_rocm_nn_args_t a) {
+  ACCEL_ROCM_FOR_EACH(i, a.count) { accel_rocm_unary_at(&a, i); }
+}
+
+extern "C" __global__ void accel_rocm_bias_add(accel_rocm_nn_args_t a) {
+  ACCEL_ROCM_FOR_EACH(i, a.count) { accel_rocm_bias_add_at(&a, i); }
 }
 
 // op_rng: one thread per Philox block of four elements (ops_impl.h).

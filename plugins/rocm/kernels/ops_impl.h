@@ -8,8 +8,8 @@
 //   - the C compiler, for the host versions of the kernels in the
 //     test-only HIP runtime (tests/rocm/fakehip), which read the kernel
 //     parameters exactly as the GPU kernels do.
-// So it uses no headers: hiprtc has no C library, and the fixed-width
-// types below are spelled with builtin types.
+// So it uses no headers (but the C compile's <math.h>): hiprtc has no C
+// library, and the fixed-width types below are spelled with builtin types.
 //
 // Semantics (sdk/include/accel/plugin.h): float results round to nearest
 // even, overflow gives infinity, NaN stays NaN; float to i32 truncates
@@ -25,6 +25,9 @@
 #define ACCEL_ROCM_FN static __host__ __device__ inline
 #else
 #define ACCEL_ROCM_FN static inline
+// erfcf and expf of the activations: HIP's device library under hipcc and
+// hiprtc, the C library here.
+#include <math.h>
 #endif
 
 typedef unsigned short accel_rocm_u16_t;
@@ -326,6 +329,74 @@ ACCEL_ROCM_FN void accel_rocm_gemm_store(const accel_rocm_gemm_args_t* g,
   float r = g->alpha * acc;
   if (g->beta != 0.0f) r += g->beta * accel_rocm_load(g->c, g->c_dtype, at);
   accel_rocm_store(g->c, g->c_dtype, at, r);
+}
+
+// ---------------------------------------------------------------------------
+// Activations, bias-add and batched GEMM (ABI 1.4)
+// ---------------------------------------------------------------------------
+
+// Activations of accel_rocm_unary (accel_plugin_unary_op_t).
+#define ACCEL_ROCM_UNARY_RELU 0u
+#define ACCEL_ROCM_UNARY_GELU 1u
+#define ACCEL_ROCM_UNARY_SILU 2u
+
+// The one parameter of accel_rocm_unary and accel_rocm_bias_add.
+typedef struct accel_rocm_nn_args {
+  void* z;        // output (y for bias-add)
+  const void* x;  // input (the bias row for bias-add)
+  accel_rocm_u64_t count;  // elements of z (rows * cols for bias-add)
+  accel_rocm_u64_t cols;   // bias-add: elements per row
+  accel_rocm_u32_t dtype;
+  accel_rocm_u32_t op;  // unary: the activation
+} accel_rocm_nn_args_t;
+
+// z[i] = act(x[i]) in f32, rounded once on store. GELU as
+// x * erfc(-x / sqrt(2)) / 2 (the exact form, without the cancellation of
+// 1 + erf for negative x), SiLU as x / (1 + exp(-x)); ReLU passes -0 and
+// NaN through.
+ACCEL_ROCM_FN void accel_rocm_unary_at(const accel_rocm_nn_args_t* a,
+                                       accel_rocm_u64_t i) {
+  float v = accel_rocm_load(a->x, a->dtype, i), r;
+  if (a->op == ACCEL_ROCM_UNARY_GELU) {
+    r = 0.5f * v * erfcf(-v * 0.70710678f);
+  } else if (a->op == ACCEL_ROCM_UNARY_SILU) {
+    r = v / (1.0f + expf(-v));
+  } else {
+    r = v < 0.0f ? 0.0f : v;
+  }
+  accel_rocm_store(a->z, a->dtype, i, r);
+}
+
+// y[i] += bias[i % cols]: f32 add rounded once, I32 wrapping.
+ACCEL_ROCM_FN void accel_rocm_bias_add_at(const accel_rocm_nn_args_t* a,
+                                          accel_rocm_u64_t i) {
+  accel_rocm_u64_t c = i % a->cols;
+  if (a->dtype == ACCEL_ROCM_I32) {
+    ((accel_rocm_u32_t*)a->z)[i] += ((const accel_rocm_u32_t*)a->x)[c];
+    return;
+  }
+  accel_rocm_store(a->z, a->dtype, i,
+                   accel_rocm_load(a->z, a->dtype, i) +
+                       accel_rocm_load(a->x, a->dtype, c));
+}
+
+// The one parameter of accel_rocm_gemm_batched: `count` GEMMs of `g`,
+// member i's A, B and C `stride_*` bytes after member i - 1's.
+typedef struct accel_rocm_gemm_batch_args {
+  accel_rocm_gemm_args_t g;
+  accel_rocm_u64_t count;
+  accel_rocm_u64_t stride_a, stride_b, stride_c;  // bytes
+} accel_rocm_gemm_batch_args_t;
+
+// The GEMM of member `i` of `b`.
+ACCEL_ROCM_FN accel_rocm_gemm_args_t
+accel_rocm_gemm_member(const accel_rocm_gemm_batch_args_t* b,
+                       accel_rocm_u64_t i) {
+  accel_rocm_gemm_args_t g = b->g;
+  g.a = (const unsigned char*)g.a + i * b->stride_a;
+  g.b = (const unsigned char*)g.b + i * b->stride_b;
+  g.c = (unsigned char*)g.c + i * b->stride_c;
+  return g;
 }
 
 // ---------------------------------------------------------------------------

@@ -20,12 +20,32 @@
 #ifndef ACCEL_PLUGIN_DTYPE_H_
 #define ACCEL_PLUGIN_DTYPE_H_
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+// ---------------------------------------------------------------------------
+// Element sizes
+// ---------------------------------------------------------------------------
+
+// Bytes of one element of `dtype` (an accel_dtype_t value: 4 for F32 and
+// I32, 2 for F16 and BF16), or 0 for a value this header does not know.
+static inline size_t accel_plugin_dtype_size(uint32_t dtype) {
+  switch (dtype) {
+    case 0:  // ACCEL_DTYPE_F32
+    case 3:  // ACCEL_DTYPE_I32
+      return 4;
+    case 1:  // ACCEL_DTYPE_F16
+    case 2:  // ACCEL_DTYPE_BF16
+      return 2;
+    default:
+      return 0;
+  }
+}
 
 // ---------------------------------------------------------------------------
 // f16 (IEEE binary16)

@@ -33,6 +33,11 @@
 // Like cuBLAS 13, the library needs a CUDA 13 driver: cublasCreate returns
 // CUBLAS_STATUS_NOT_INITIALIZED when libfakecuda reports an older one.
 //
+// cublasGemmStridedBatchedEx runs each member as cublasGemmEx would (one
+// queued task per member, in order), with the same checks and the
+// workspace of the call; a call counts once for fakecublas_last_workspace
+// and once for the test-only fakecublas_strided_batched_count().
+//
 // Not modelled: device pointer mode for alpha and beta, the default
 // workspace cuBLAS allocates for itself, algorithms, other cuBLAS
 // functions.
@@ -351,6 +356,77 @@ FAKECUDA_API cublasStatus_t cublasGemmEx(
   pthread_mutex_lock(&fakecublas_last_lock);
   fakecublas_last_ptr = workspace;
   fakecublas_last_size = workspace_size;
+  fakecublas_gemms++;
+  pthread_mutex_unlock(&fakecublas_last_lock);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Calls of cublasGemmStridedBatchedEx that queued work.
+static atomic_ulong fakecublas_strided_batched_calls;
+
+// Test-only, not cuBLAS: cublasGemmStridedBatchedEx calls that queued work.
+FAKECUDA_API unsigned long fakecublas_strided_batched_count(void) {
+  return atomic_load(&fakecublas_strided_batched_calls);
+}
+
+FAKECUDA_API cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+    int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype,
+    int lda, long long strideA, const void* B, cudaDataType Btype, int ldb,
+    long long strideB, const void* beta, void* C, cudaDataType Ctype, int ldc,
+    long long strideC, int batchCount, cublasComputeType_t computeType,
+    cublasGemmAlgo_t algo) {
+  (void)algo;
+  if (handle == NULL) return CUBLAS_STATUS_NOT_INITIALIZED;
+  bool ta = transa == CUBLAS_OP_T || transa == CUBLAS_OP_C;
+  bool tb = transb == CUBLAS_OP_T || transb == CUBLAS_OP_C;
+  // cublasGemmEx's checks, and a batch count that is not negative.
+  if ((!ta && transa != CUBLAS_OP_N) || (!tb && transb != CUBLAS_OP_N) ||
+      m < 0 || n < 0 || k < 0 || batchCount < 0 || alpha == NULL ||
+      beta == NULL || lda < (ta ? (k > 1 ? k : 1) : (m > 1 ? m : 1)) ||
+      ldb < (tb ? (n > 1 ? n : 1) : (k > 1 ? k : 1)) || ldc < (m > 1 ? m : 1)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  if (!fakecublas_types_ok(Atype, Btype, Ctype, computeType)) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (fakecuda_current() != handle->ctx) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (m == 0 || n == 0 || batchCount == 0) return CUBLAS_STATUS_SUCCESS;
+  size_t es = fakecublas_size(Atype), cs = fakecublas_size(Ctype);
+  for (int i = 0; i < batchCount; i++) {
+    fakecublas_gemm_t* g = malloc(sizeof(*g));
+    if (g == NULL) return CUBLAS_STATUS_ALLOC_FAILED;
+    *g = (fakecublas_gemm_t){
+        .ctx = handle->ctx,
+        .trans_a = ta,
+        .trans_b = tb,
+        .tf32 = computeType == CUBLAS_COMPUTE_32F_FAST_TF32,
+        .reduced = Ctype != CUDA_R_32F &&
+                   !(handle->math_mode &
+                     CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION),
+        .m = m,
+        .n = n,
+        .k = k,
+        .lda = lda,
+        .ldb = ldb,
+        .ldc = ldc,
+        .a = (uintptr_t)A + (uintptr_t)((long long)i * strideA * (long long)es),
+        .b = (uintptr_t)B + (uintptr_t)((long long)i * strideB * (long long)es),
+        .c = (uintptr_t)C + (uintptr_t)((long long)i * strideC * (long long)cs),
+        .ab_type = Atype,
+        .c_type = Ctype,
+        .workspace = (uintptr_t)handle->workspace,
+        .workspace_size = handle->workspace_size};
+    memcpy(&g->alpha, alpha, sizeof(float));  // host pointer mode
+    memcpy(&g->beta, beta, sizeof(float));
+    CUresult r =
+        fakecuda_enqueue(handle->ctx, handle->stream, fakecublas_gemm_run, g);
+    if (r != CUDA_SUCCESS) return CUBLAS_STATUS_EXECUTION_FAILED;
+  }
+  atomic_fetch_add(&fakecublas_strided_batched_calls, 1);
+  pthread_mutex_lock(&fakecublas_last_lock);
+  fakecublas_last_ptr = (uintptr_t)handle->workspace;
+  fakecublas_last_size = handle->workspace_size;
   fakecublas_gemms++;
   pthread_mutex_unlock(&fakecublas_last_lock);
   return CUBLAS_STATUS_SUCCESS;

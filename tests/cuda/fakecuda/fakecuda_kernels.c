@@ -17,6 +17,7 @@
 // __double2bfloat16), done here by rounding to f32 "to odd" first.
 #include <accel/philox.h>
 #include <accel/plugin_dtype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +40,9 @@ enum {
   OP_ADD_ONE,
   OP_EMPTY
 };
+
+// The ABI 1.4 kernels: activations and bias-add.
+enum { OP_UNARY = OP_EMPTY + 1, OP_BIAS_ADD };
 
 // ops.cu's kSumThreads: its shared arrays hold exactly this many threads.
 #define SUM_THREADS 256u
@@ -80,12 +84,19 @@ static const fakecuda_kernel_t fakecuda_kernels[] = {
     BINARY_OPS(bf16, BF16),
     BINARY_OPS(i32, I32),
     K("accel_cuda_rng", OP_RNG, 0, 0, 8, 8, 8, 4, 4, 8, 8, 4, 4),
+    K("accel_cuda_unary_f32", OP_UNARY, F32, F32, 4, 8, 8, 8, 4),
+    K("accel_cuda_unary_f16", OP_UNARY, F16, F16, 4, 8, 8, 8, 4),
+    K("accel_cuda_unary_bf16", OP_UNARY, BF16, BF16, 4, 8, 8, 8, 4),
+    K("accel_cuda_bias_add_f32", OP_BIAS_ADD, F32, F32, 4, 8, 8, 8, 8),
+    K("accel_cuda_bias_add_f16", OP_BIAS_ADD, F16, F16, 4, 8, 8, 8, 8),
+    K("accel_cuda_bias_add_bf16", OP_BIAS_ADD, BF16, BF16, 4, 8, 8, 8, 8),
+    K("accel_cuda_bias_add_i32", OP_BIAS_ADD, I32, I32, 4, 8, 8, 8, 8),
     K("vadd", OP_VADD, F32, F32, 4, 8, 8, 8, 4),
     K("accel_conform_add_one", OP_ADD_ONE, I32, I32, 2, 8, 4),
     K("accel_bench_empty", OP_EMPTY, 0, 0, 0, 0),
 };
-_Static_assert(sizeof(fakecuda_kernels) / sizeof(fakecuda_kernels[0]) == 46 + 3,
-               "the plugin's 46 built-in kernels and three test kernels");
+_Static_assert(sizeof(fakecuda_kernels) / sizeof(fakecuda_kernels[0]) == 53 + 3,
+               "the plugin's 53 built-in kernels and three test kernels");
 
 const fakecuda_kernel_t* fakecuda_kernel_find(const char* name) {
   for (size_t i = 0; i < sizeof(fakecuda_kernels) / sizeof(fakecuda_kernels[0]);
@@ -344,6 +355,53 @@ static bool run_elementwise(const fakecuda_kernel_t* k, CUcontext c,
   return true;
 }
 
+// accel_cuda_unary_*(z, x, n, op): ops.cu's activations in f32 (GELU
+// through erfc, SiLU through exp; libm's, so within a few ulp of the
+// GPU's), rounded once on store.
+static bool run_unary(const fakecuda_kernel_t* k, CUcontext c, void* const* p) {
+  uintptr_t z = arg_ptr(p, 0), x = arg_ptr(p, 1);
+  uint64_t n = arg_u64(p, 2);
+  uint32_t op = arg_u32(p, 3);
+  if (!ok(c, z, n, es(k->dt)) || !ok(c, x, n, es(k->dt))) return false;
+  for (uint64_t i = 0; i < n; i++) {
+    float v = ld((const void*)x, k->dt, i), r;
+    if (op == 1) {  // ACCEL_PLUGIN_UNARY_GELU
+      r = 0.5f * v * erfcf(-v * 0.70710678f);
+    } else if (op == 2) {  // ACCEL_PLUGIN_UNARY_SILU
+      r = v / (1.0f + expf(-v));
+    } else {
+      r = v < 0.0f ? 0.0f : v;
+    }
+    st((void*)z, k->dt, i, r);
+  }
+  return true;
+}
+
+// accel_cuda_bias_add_*(y, bias, cols, n): y[i] += bias[i % cols], f32
+// add (i32 wraps).
+static bool run_bias_add(const fakecuda_kernel_t* k, CUcontext c,
+                         void* const* p) {
+  uintptr_t y = arg_ptr(p, 0), bias = arg_ptr(p, 1);
+  uint64_t cols = arg_u64(p, 2), n = arg_u64(p, 3);
+  if (cols == 0 || !ok(c, y, n, es(k->dt)) ||
+      !ok(c, bias, n < cols ? n : cols, es(k->dt))) {
+    return false;
+  }
+  for (uint64_t i = 0; i < n; i++) {
+    if (k->dt == I32) {
+      uint32_t a, b;
+      memcpy(&a, (const unsigned char*)y + 4 * i, 4);
+      memcpy(&b, (const unsigned char*)bias + 4 * (i % cols), 4);
+      a += b;
+      memcpy((unsigned char*)y + 4 * i, &a, 4);
+    } else {
+      st((void*)y, k->dt, i,
+         ld((const void*)y, k->dt, i) + ld((const void*)bias, k->dt, i % cols));
+    }
+  }
+  return true;
+}
+
 bool fakecuda_kernel_run(const fakecuda_kernel_t* k, CUcontext c,
                          void* const* p, const unsigned grid[3],
                          const unsigned block[3], unsigned shared) {
@@ -433,6 +491,10 @@ bool fakecuda_kernel_run(const fakecuda_kernel_t* k, CUcontext c,
     }
     case OP_EMPTY:
       return true;
+    case OP_UNARY:
+      return run_unary(k, c, p);
+    case OP_BIAS_ADD:
+      return run_bias_add(k, c, p);
     default:
       return run_elementwise(k, c, p);
   }

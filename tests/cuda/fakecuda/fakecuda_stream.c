@@ -921,6 +921,122 @@ FAKECUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx,
 }
 
 // ---------------------------------------------------------------------------
+// Stream priorities and host functions (CUDA 5.5 and 10.0 entry points).
+// Found by the plugin through dlsym (cuGetProcAddress does not list them).
+// ---------------------------------------------------------------------------
+
+#include <cudaTypedefs.h>
+
+// The fake's range, as an sm_90 part reports it.
+#define FAKECUDA_PRIORITY_LEAST 0
+#define FAKECUDA_PRIORITY_GREATEST (-5)
+
+// The priority each stream made by cuStreamCreateWithPriority got (after
+// clamping), newest last; a stream address reused later is looked up from
+// the newest entry. Test-only bookkeeping, guarded by the lock.
+#define FAKECUDA_PRIORITY_SLOTS 256
+static pthread_mutex_t fakecuda_priority_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  CUstream stream;
+  int priority;
+} fakecuda_priorities[FAKECUDA_PRIORITY_SLOTS];
+static unsigned fakecuda_priority_count;  // entries ever written
+static atomic_ulong fakecuda_host_funcs;   // host functions that ran
+
+FAKECUDA_API CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  CUcontext ctx;
+  CUresult r = fakecuda_need(&ctx);
+  if (r != CUDA_SUCCESS) return r;
+  if (least != NULL) *least = FAKECUDA_PRIORITY_LEAST;
+  if (greatest != NULL) *greatest = FAKECUDA_PRIORITY_GREATEST;
+  return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuStreamCreateWithPriority(CUstream* out,
+                                                 unsigned int flags,
+                                                 int priority) {
+  // Out-of-range priorities are clamped, as the driver documents.
+  if (priority < FAKECUDA_PRIORITY_GREATEST) {
+    priority = FAKECUDA_PRIORITY_GREATEST;
+  }
+  if (priority > FAKECUDA_PRIORITY_LEAST) priority = FAKECUDA_PRIORITY_LEAST;
+  CUresult r = cuStreamCreate(out, flags);
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&fakecuda_priority_lock);
+  unsigned slot = fakecuda_priority_count++ % FAKECUDA_PRIORITY_SLOTS;
+  fakecuda_priorities[slot].stream = *out;
+  fakecuda_priorities[slot].priority = priority;
+  pthread_mutex_unlock(&fakecuda_priority_lock);
+  return CUDA_SUCCESS;
+}
+
+// Test-only, not CUDA: the priority `s` was created with by
+// cuStreamCreateWithPriority into `*out`; false when it was not.
+FAKECUDA_API bool fakecuda_stream_priority(CUstream s, int* out) {
+  bool found = false;
+  pthread_mutex_lock(&fakecuda_priority_lock);
+  unsigned n = fakecuda_priority_count < FAKECUDA_PRIORITY_SLOTS
+                   ? fakecuda_priority_count
+                   : FAKECUDA_PRIORITY_SLOTS;
+  for (unsigned k = 0; k < n && !found; k++) {
+    unsigned slot = (fakecuda_priority_count - 1 - k) % FAKECUDA_PRIORITY_SLOTS;
+    if (fakecuda_priorities[slot].stream == s) {
+      *out = fakecuda_priorities[slot].priority;
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&fakecuda_priority_lock);
+  return found;
+}
+
+// Test-only, not CUDA: the flags `e` was created with (cuEventCreate).
+FAKECUDA_API unsigned fakecuda_event_flags(CUevent e) {
+  return e != NULL ? e->flags : 0;
+}
+
+// Test-only, not CUDA: host functions run so far.
+FAKECUDA_API unsigned long fakecuda_host_func_count(void) {
+  return atomic_load(&fakecuda_host_funcs);
+}
+
+typedef struct fakecuda_host_call {
+  CUhostFn fn;
+  void* user;
+} fakecuda_host_call_t;
+
+static bool fakecuda_host_call_run(void* arg) {
+  fakecuda_host_call_t* call = arg;
+  call->fn(call->user);
+  atomic_fetch_add(&fakecuda_host_funcs, 1);
+  return true;
+}
+
+// As the driver: `fn` runs on the stream's thread after the work before it
+// and holds up the work after it; a context with a sticky error skips it.
+FAKECUDA_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* user) {
+  if (fn == NULL) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext ctx = s != NULL ? s->ctx : fakecuda_current();
+  if (ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
+  fakecuda_host_call_t* call = malloc(sizeof(*call));
+  if (call == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  call->fn = fn;
+  call->user = user;
+  return fakecuda_enqueue(ctx, s, fakecuda_host_call_run, call);
+}
+
+_Static_assert(__builtin_types_compatible_p(__typeof__(&cuLaunchHostFunc),
+                                            PFN_cuLaunchHostFunc_v10000),
+               "cuLaunchHostFunc");
+_Static_assert(
+    __builtin_types_compatible_p(__typeof__(&cuStreamCreateWithPriority),
+                                 PFN_cuStreamCreateWithPriority_v5050),
+    "cuStreamCreateWithPriority");
+_Static_assert(
+    __builtin_types_compatible_p(__typeof__(&cuCtxGetStreamPriorityRange),
+                                 PFN_cuCtxGetStreamPriorityRange_v5050),
+    "cuCtxGetStreamPriorityRange");
+
+// ---------------------------------------------------------------------------
 // Stream capture and graphs (CUDA 10.0 and 11.4 entry points; found by the
 // plugin through dlsym). A capturing stream appends the tasks submitted to
 // it to its capture instead of queueing them; the CUgraph is that list (a

@@ -368,6 +368,50 @@ TEST(fake_gemm_workspace_abi_1_1_core) {
   ASSERT_EQ(free2, free0 + 128);
 }
 
+// ---------------------------------------------------------------------------
+// Strided-batched GEMM (ABI 1.4): one cublasGemmStridedBatchedEx for the
+// whole batch, with one workspace lent by the core.
+// ---------------------------------------------------------------------------
+
+TEST(fake_gemm_batched_workspace_from_core) {
+  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+  void* lib = NULL;
+  last_workspace_fn_t last = last_workspace(&lib);
+  ASSERT_NOT_NULL(last);
+  unsigned long (*batched_count)(void) = NULL;
+  void* sym = dlsym(lib, "fakecublas_strided_batched_count");
+  memcpy(&batched_count, &sym, sizeof(batched_count));
+  ASSERT_NOT_NULL(batched_count);
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  ASSERT_OK(setup(&device, &ab, &c, 64));
+  accel_stream_t* s = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &s));
+  accel_memory_stats_t m0 = stats_of(device);
+  unsigned long gemms0 = 0, gemms = 0, batched0 = batched_count();
+  last(NULL, NULL, &gemms0);
+  // Four products of the one A and B (strides 0) into C at 16-byte steps.
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_OK(accel_op_gemm_strided_batched(s, &g, 4, 0, 0, 4));
+  accel_memory_stats_t m1 = stats_of(device);
+  uintptr_t ptr = 0;
+  size_t size = 0;
+  last(&ptr, &size, &gemms);
+  ASSERT_EQ(batched_count(), batched0 + 1);
+  ASSERT_EQ(gemms, gemms0 + 1);
+  ASSERT_EQ(size, expected_workspace());
+  ASSERT_NE(ptr, 0);
+  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes + expected_workspace());
+  ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
+  ASSERT_OK(accel_stream_synchronize(s));
+  for (size_t i = 0; i < 4; i++) ASSERT(product_at(c, 16 * i));
+  accel_stream_release(s);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+  dlclose(lib);
+}
+
 int main(int argc, char** argv) {
   int rc = test_main(argc, argv);
   accel_shutdown();

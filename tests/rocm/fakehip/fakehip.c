@@ -533,6 +533,32 @@ static void fakehip_rng(void* const* p, const unsigned* g, const unsigned* b) {
   }
 }
 
+// ABI 1.4: activations, bias-add and the batched tiled GEMM, with the
+// GPU kernels' element code (ops_impl.h).
+static void fakehip_unary(void* const* p, const unsigned* g,
+                          const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_nn_args_t* a = p[0];
+  for (accel_rocm_u64_t i = 0; i < a->count; i++) accel_rocm_unary_at(a, i);
+}
+
+static void fakehip_bias_add(void* const* p, const unsigned* g,
+                             const unsigned* b) {
+  (void)g, (void)b;
+  const accel_rocm_nn_args_t* a = p[0];
+  for (accel_rocm_u64_t i = 0; i < a->count; i++) accel_rocm_bias_add_at(a, i);
+}
+
+static void fakehip_gemm_batched(void* const* p, const unsigned* g,
+                                 const unsigned* b) {
+  const accel_rocm_gemm_batch_args_t* a = p[0];
+  for (accel_rocm_u64_t i = 0; i < a->count; i++) {
+    accel_rocm_gemm_args_t member = accel_rocm_gemm_member(a, i);
+    void* params[] = {&member};
+    fakehip_gemm(params, g, b);
+  }
+}
+
 // What the launch being run may read or report: its dynamic shared memory
 // and whether its kernel trapped (a stream's worker, or the caller for the
 // null stream, runs one launch at a time; fakehip_task_run sets them).
@@ -566,6 +592,15 @@ static const fakehip_kernel_t fakehip_kernels[] = {
      2,
      {sizeof(int32_t*), sizeof(uint32_t)},
      fakehip_add_one},
+    {"accel_rocm_unary", 1, {sizeof(accel_rocm_nn_args_t)}, fakehip_unary},
+    {"accel_rocm_bias_add",
+     1,
+     {sizeof(accel_rocm_nn_args_t)},
+     fakehip_bias_add},
+    {"accel_rocm_gemm_batched",
+     1,
+     {sizeof(accel_rocm_gemm_batch_args_t)},
+     fakehip_gemm_batched},
 };
 
 // ---------------------------------------------------------------------------
@@ -1053,7 +1088,8 @@ FAKEHIP_API hipError_t hipModuleUnload(hipModule_t m) {
 static const struct ihipModuleSymbol_t fakehip_symbols[] = {
     {&fakehip_kernels[0]}, {&fakehip_kernels[1]}, {&fakehip_kernels[2]},
     {&fakehip_kernels[3]}, {&fakehip_kernels[4]}, {&fakehip_kernels[5]},
-    {&fakehip_kernels[6]}, {&fakehip_kernels[7]}};
+    {&fakehip_kernels[6]}, {&fakehip_kernels[7]}, {&fakehip_kernels[8]},
+    {&fakehip_kernels[9]}, {&fakehip_kernels[10]}};
 _Static_assert(sizeof(fakehip_symbols) / sizeof(fakehip_symbols[0]) ==
                    sizeof(fakehip_kernels) / sizeof(fakehip_kernels[0]),
                "one symbol per kernel");
@@ -1421,6 +1457,154 @@ FAKEHIP_API int rocblas_gemm_ex(void* handle, int trans_a, int trans_b, int m,
   fakehip_blas_gemms++;
   pthread_mutex_unlock(&fakehip_blas_lock);
   fakehip_submit(((fakehip_blas_t*)handle)->stream, t);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// Stream priorities and host functions
+// ---------------------------------------------------------------------------
+
+// HIP's range: low 1, normal 0, high -1.
+#define FAKEHIP_PRIORITY_LEAST 1
+#define FAKEHIP_PRIORITY_GREATEST (-1)
+
+// The priority each stream made by hipStreamCreateWithPriority got (after
+// clamping), newest last: test-only bookkeeping, guarded by the lock.
+#define FAKEHIP_PRIORITY_SLOTS 256
+static pthread_mutex_t fakehip_priority_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  hipStream_t stream;
+  int priority;
+} fakehip_priorities[FAKEHIP_PRIORITY_SLOTS];
+static unsigned fakehip_priority_count;      // entries ever written
+static unsigned long fakehip_host_funcs_run;  // guarded by the lock too
+
+FAKEHIP_API hipError_t hipDeviceGetStreamPriorityRange(int* least,
+                                                       int* greatest) {
+  if (least != NULL) *least = FAKEHIP_PRIORITY_LEAST;
+  if (greatest != NULL) *greatest = FAKEHIP_PRIORITY_GREATEST;
+  return fakehip_ret(hipSuccess);
+}
+
+FAKEHIP_API hipError_t hipStreamCreateWithPriority(hipStream_t* out,
+                                                   unsigned int flags,
+                                                   int priority) {
+  // Clamped into the range, as HIP documents.
+  if (priority < FAKEHIP_PRIORITY_GREATEST) priority = FAKEHIP_PRIORITY_GREATEST;
+  if (priority > FAKEHIP_PRIORITY_LEAST) priority = FAKEHIP_PRIORITY_LEAST;
+  hipError_t err = hipStreamCreateWithFlags(out, flags);
+  if (err != hipSuccess) return err;
+  pthread_mutex_lock(&fakehip_priority_lock);
+  unsigned slot = fakehip_priority_count++ % FAKEHIP_PRIORITY_SLOTS;
+  fakehip_priorities[slot].stream = *out;
+  fakehip_priorities[slot].priority = priority;
+  pthread_mutex_unlock(&fakehip_priority_lock);
+  return fakehip_ret(hipSuccess);
+}
+
+// Test-only, not HIP: the priority `s` got from hipStreamCreateWithPriority
+// into `*out`; false when it was not made so.
+FAKEHIP_API bool fakehip_stream_priority(hipStream_t s, int* out) {
+  bool found = false;
+  pthread_mutex_lock(&fakehip_priority_lock);
+  unsigned n = fakehip_priority_count < FAKEHIP_PRIORITY_SLOTS
+                   ? fakehip_priority_count
+                   : FAKEHIP_PRIORITY_SLOTS;
+  for (unsigned k = 0; k < n && !found; k++) {
+    unsigned slot = (fakehip_priority_count - 1 - k) % FAKEHIP_PRIORITY_SLOTS;
+    if (fakehip_priorities[slot].stream == s) {
+      *out = fakehip_priorities[slot].priority;
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&fakehip_priority_lock);
+  return found;
+}
+
+// Test-only, not HIP: the flags `e` was created with.
+FAKEHIP_API unsigned fakehip_event_flags(hipEvent_t e) {
+  return e != NULL ? e->flags : 0;
+}
+
+// Test-only, not HIP: host functions run so far.
+FAKEHIP_API unsigned long fakehip_host_func_count(void) {
+  pthread_mutex_lock(&fakehip_priority_lock);
+  unsigned long n = fakehip_host_funcs_run;
+  pthread_mutex_unlock(&fakehip_priority_lock);
+  return n;
+}
+
+typedef struct fakehip_host_call {
+  hipHostFn_t fn;
+  void* user;
+} fakehip_host_call_t;
+
+// A FAKEHIP_CALL task's body; its argument is freed with the task.
+static void fakehip_host_call_run(void* arg) {
+  fakehip_host_call_t* call = arg;
+  call->fn(call->user);
+  pthread_mutex_lock(&fakehip_priority_lock);
+  fakehip_host_funcs_run++;
+  pthread_mutex_unlock(&fakehip_priority_lock);
+}
+
+FAKEHIP_API hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn,
+                                         void* user) {
+  if (fn == NULL) return fakehip_ret(hipErrorInvalidValue);
+  fakehip_task_t* t = fakehip_task(FAKEHIP_CALL);
+  fakehip_host_call_t* call = malloc(sizeof(*call));
+  if (t == NULL || call == NULL) {
+    free(t);
+    free(call);
+    return fakehip_ret(hipErrorOutOfMemory);
+  }
+  call->fn = fn;
+  call->user = user;
+  t->call = fakehip_host_call_run;
+  t->params[0] = call;
+  return fakehip_ret(fakehip_submit(s, t));
+}
+
+// rocblas_gemm_strided_batched_ex: each member as rocblas_gemm_ex (the
+// same checks, queued in order; each counts for
+// fakehip_rocblas_last_workspace), D the same as C. Strides in elements.
+static unsigned long fakehip_blas_batched;  // guarded by fakehip_blas_lock
+
+// Test-only, not rocBLAS: rocblas_gemm_strided_batched_ex calls that
+// queued their whole batch.
+FAKEHIP_API unsigned long fakehip_rocblas_strided_batched_count(void) {
+  pthread_mutex_lock(&fakehip_blas_lock);
+  unsigned long n = fakehip_blas_batched;
+  pthread_mutex_unlock(&fakehip_blas_lock);
+  return n;
+}
+
+FAKEHIP_API int rocblas_gemm_strided_batched_ex(
+    void* handle, int trans_a, int trans_b, int m, int n, int k,
+    const void* alpha, const void* a, int a_type, int lda, int64_t stride_a,
+    const void* b, int b_type, int ldb, int64_t stride_b, const void* beta,
+    const void* c, int c_type, int ldc, int64_t stride_c, void* d, int d_type,
+    int ldd, int64_t stride_d, int batch_count, int compute_type, int algo,
+    int32_t solution_index, uint32_t flags) {
+  accel_rocm_u32_t at = 0, ct = 0;
+  if (batch_count < 0 || c != d || stride_c != stride_d ||
+      fakehip_blas_dtype(a_type, &at) != 0 ||
+      fakehip_blas_dtype(c_type, &ct) != 0) {
+    return 2;  // rocblas_status_not_implemented
+  }
+  int64_t ea = at == ACCEL_ROCM_F32 ? 4 : 2, ec = ct == ACCEL_ROCM_F32 ? 4 : 2;
+  for (int i = 0; i < batch_count; i++) {
+    int rc = rocblas_gemm_ex(handle, trans_a, trans_b, m, n, k, alpha,
+                             (const char*)a + i * stride_a * ea, a_type, lda,
+                             (const char*)b + i * stride_b * ea, b_type, ldb,
+                             beta, (const char*)c + i * stride_c * ec, c_type,
+                             ldc, (char*)d + i * stride_d * ec, d_type, ldd,
+                             compute_type, algo, solution_index, flags);
+    if (rc != 0) return rc;
+  }
+  pthread_mutex_lock(&fakehip_blas_lock);
+  fakehip_blas_batched++;
+  pthread_mutex_unlock(&fakehip_blas_lock);
   return 0;
 }
 
