@@ -3,47 +3,16 @@
 // DLPack through the C API on the CPU plugin: a buffer lent as a legacy or
 // versioned managed tensor, a tensor adopted as a buffer, round trips, the
 // deleter called exactly once, and bad input refused. The DLPack structs
-// are declared here again, from the published layout, so the test checks
-// the library's own declarations rather than sharing them.
+// come from dlpack_abi.h, declared again from the published layout, so the
+// test checks the library's own declarations rather than sharing them.
 #include <accel/accel.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlpack_abi.h"
 #include "test.h"
-
-typedef struct {
-  int32_t device_type, device_id;
-} dl_device_t;
-typedef struct {
-  uint8_t code, bits;
-  uint16_t lanes;
-} dl_dtype_t;
-typedef struct {
-  void* data;
-  dl_device_t device;
-  int32_t ndim;
-  dl_dtype_t dtype;
-  int64_t* shape;
-  int64_t* strides;
-  uint64_t byte_offset;
-} dl_tensor_t;
-typedef struct dl_managed {
-  dl_tensor_t dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(struct dl_managed*);
-} dl_managed_t;
-typedef struct dl_versioned {
-  uint32_t major, minor;
-  void* manager_ctx;
-  void (*deleter)(struct dl_versioned*);
-  uint64_t flags;
-  dl_tensor_t dl_tensor;
-} dl_versioned_t;
-
-_Static_assert(sizeof(dl_tensor_t) == 48, "DLTensor is 48 bytes on LP64");
-_Static_assert(offsetof(dl_versioned_t, dl_tensor) == 32, "layout");
 
 // A wrapped owner counts its releases, so the test sees when the last
 // reference of a buffer goes.
