@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "xml.h"
 
 #define SVG_WIDTH 1000
 #define SVG_PANEL_HEIGHT 440
@@ -54,31 +55,6 @@ static const svg_panel_t svg_panels[] = {
     {"Kernel launch (lower is better)", "launch", -1, "us", "", false, true},
 };
 
-// Writes `s` with XML's five special characters escaped.
-static void svg_text(FILE* out, const char* s) {
-  for (; *s != '\0'; ++s) {
-    switch (*s) {
-      case '<':
-        fputs("&lt;", out);
-        break;
-      case '>':
-        fputs("&gt;", out);
-        break;
-      case '&':
-        fputs("&amp;", out);
-        break;
-      case '"':
-        fputs("&quot;", out);
-        break;
-      case '\'':
-        fputs("&apos;", out);
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0 text.
-        fputc((unsigned char)*s < 0x20 ? ' ' : *s, out);
-    }
-  }
-}
 
 static bool svg_in_panel(const svg_panel_t* p, const bench_result_t* r) {
   if (strcmp(r->suite, p->suite) != 0 || r->outcome != BENCH_OUTCOME_OK ||
@@ -344,9 +320,9 @@ static void svg_bars(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
     }
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
             cx, y0 + h + 18);
-    svg_text(out, r->name);
+    xml_text(out, r->name);
     fputs(" (solid: accel, dashed: ", out);
-    svg_text(out, r->has_baseline ? r->baseline_name : "no baseline");
+    xml_text(out, r->has_baseline ? r->baseline_name : "no baseline");
     fputs(")</text>\n", out);
     k++;
   }
@@ -394,7 +370,7 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
           "<text x=\"%d\" y=\"%.1f\" font-size=\"15\" "
           "font-weight=\"bold\">",
           SVG_LEFT, top + 18);
-  svg_text(out, p->title);
+  xml_text(out, p->title);
   fprintf(out, " (%s)</text>\n", p->y_label);
   if (count == 0) {
     fprintf(out,
@@ -407,7 +383,7 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
         why = bench_suites[i]->pending;
       }
     }
-    svg_text(out, why);
+    xml_text(out, why);
     fputs("</text>\n", out);
     return;
   }
@@ -436,7 +412,7 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" "
             "fill=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\">",
             lx, ly - 9, svg_colors[k], lx + 20, ly);
-    svg_text(out, names[k]);
+    xml_text(out, names[k]);
     fputs("</text>\n", out);
   }
   ly += 10;
@@ -451,7 +427,7 @@ static void svg_panel(FILE* out, const bench_ctx_t* ctx, const svg_panel_t* p,
           "stroke=\"#333\" stroke-dasharray=\"4 3\"/>\n"
           "<text x=\"%.1f\" y=\"%.1f\">baseline: ",
           lx, ly - 4, lx + 14, ly - 4, lx + 20, ly);
-  svg_text(out, baseline_name != NULL ? baseline_name : "n/a");
+  xml_text(out, baseline_name != NULL ? baseline_name : "n/a");
   fputs("</text>\n", out);
   fprintf(out,
           "<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\">bars: min..max over "
@@ -479,14 +455,14 @@ bool bench_render_svg(const bench_ctx_t* ctx, const bench_run_info_t* run,
           "<text x=\"%d\" y=\"24\" font-size=\"17\" "
           "font-weight=\"bold\">accel-bench: ",
           SVG_LEFT);
-  svg_text(out, ctx->info.uri);
+  xml_text(out, ctx->info.uri);
   fputs(" (", out);
-  svg_text(out, ctx->info.name);
+  xml_text(out, ctx->info.name);
   fputs(")</text>\n", out);
   fprintf(out, "<text x=\"%d\" y=\"42\" fill=\"#666\">", SVG_LEFT);
-  svg_text(out, run->mode);
+  xml_text(out, run->mode);
   fputs(" suite, ", out);
-  svg_text(out, run->date);
+  xml_text(out, run->date);
   fputs("; medians of interleaved trials</text>\n", out);
   double top = SVG_TOP;
   for (size_t i = 0; i < panels; ++i) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "snapshot.h"
+#include "xml.h"
 
 #define MEMVIZ_MARGIN 20.0
 #define MEMVIZ_ROW 54.0   // label line plus bar, per segment
@@ -42,32 +43,6 @@ static const memviz_state_style_t* memviz_style_of(const char* state) {
   return &memviz_unknown;
 }
 
-// Writes `text` with the five XML special characters escaped.
-static void memviz_xml(FILE* out, const char* text) {
-  for (const char* p = text; *p != '\0'; p++) {
-    switch (*p) {
-      case '&':
-        fputs("&amp;", out);
-        break;
-      case '<':
-        fputs("&lt;", out);
-        break;
-      case '>':
-        fputs("&gt;", out);
-        break;
-      case '"':
-        fputs("&quot;", out);
-        break;
-      case '\'':
-        fputs("&apos;", out);
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0.
-        fputc((unsigned char)*p < 0x20 ? ' ' : *p, out);
-        break;
-    }
-  }
-}
 
 // "512 bytes", "1.50 KiB", "2.00 MiB" (as accel's own summaries).
 static void memviz_bytes(char* out, size_t n, uint64_t bytes) {
@@ -92,7 +67,7 @@ static void memviz_stream_name(FILE* out, const char* stream) {
     return;
   }
   fputs("stream ", out);
-  memviz_xml(out, stream);
+  xml_text(out, stream);
 }
 
 // Totals by state over every block.
@@ -126,10 +101,10 @@ static void memviz_header(const memviz_snapshot_t* snap,
   fprintf(out, "<text class=\"title\" x=\"%.0f\" y=\"%.0f\" font-size=\"16\">",
           MEMVIZ_MARGIN, MEMVIZ_MARGIN + 12);
   if (style->title != NULL) {
-    memviz_xml(out, style->title);
+    xml_text(out, style->title);
   } else {
     fputs("accel memory snapshot: ", out);
-    memviz_xml(out, snap->device[0] != '\0' ? snap->device : "(no device)");
+    xml_text(out, snap->device[0] != '\0' ? snap->device : "(no device)");
   }
   fputs("</text>\n", out);
   char reserved[32], allocated[32], requested[32], cached[32], inactive[32];
@@ -170,9 +145,9 @@ static void memviz_segment(const memviz_segment_t* s, size_t index, double y,
   fprintf(out, "<g class=\"segment-row\" data-index=\"%zu\">\n", index);
   fprintf(out, "<text class=\"label\" x=\"%.0f\" y=\"%.1f\">segment %zu: ",
           MEMVIZ_MARGIN, y + 12, index);
-  memviz_xml(out, size);
+  xml_text(out, size);
   fputc(' ', out);
-  memviz_xml(out, s->kind[0] != '\0' ? s->kind : "?");
+  xml_text(out, s->kind[0] != '\0' ? s->kind : "?");
   fputs(", ", out);
   memviz_stream_name(out, s->stream);
   fprintf(out, ", %zu block%s</text>\n", s->block_count,
@@ -184,9 +159,9 @@ static void memviz_segment(const memviz_segment_t* s, size_t index, double y,
           "stroke-width=\"1\"><title>segment %zu: %llu bytes (",
           MEMVIZ_MARGIN, top, width, MEMVIZ_BAR, index,
           (unsigned long long)s->size);
-  memviz_xml(out, size);
+  xml_text(out, size);
   fputs("), ", out);
-  memviz_xml(out, s->kind);
+  xml_text(out, s->kind);
   fputs(", ", out);
   memviz_stream_name(out, s->stream);
   fputs("</title></rect>\n", out);
@@ -211,7 +186,7 @@ static void memviz_segment(const memviz_segment_t* s, size_t index, double y,
     if (b->requested != 0) fprintf(out, ", %s requested", requested);
     if (b->stream[0] != '\0') {
       fputs(", stream ", out);
-      memviz_xml(out, b->stream);
+      xml_text(out, b->stream);
     }
     fputs("</title></rect>\n", out);
     if (w >= 70) {  // room for its size
