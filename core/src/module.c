@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "graph_internal.h"
@@ -301,32 +300,12 @@ void accel_module_retain(accel_module_t* module) {
   if (module != NULL) atomic_fetch_add(&module->refs, 1);
 }
 
-// Waits until the work `stream` has queued so far has finished or, for a
-// stream whose last reference is gone, until its destruction (which waits
-// for its work) is over.
-static void accel__module_wait_stream(accel_device_t* device,
-                                      accel_stream_t* stream) {
-  if (accel__stream_try_retain(stream)) {
-    if (device->ops->stream_synchronize(stream->impl) != ACCEL_OK) {
-      // The launch failed; its stream reports that. The code may go.
-      accel__log(ACCEL_LOG_DEBUG, "module on %s: a pending launch failed: %s",
-                 device->uri, accel_last_error());
-    }
-    accel_stream_release(stream);
-    return;
-  }
-  while (!atomic_load_explicit(&stream->destroyed, memory_order_acquire)) {
-    struct timespec pause = {0, 100 * 1000};
-    nanosleep(&pause, NULL);
-  }
-}
-
 void accel_module_release(accel_module_t* module) {
   if (module == NULL || atomic_fetch_sub(&module->refs, 1) != 1) return;
   accel_device_t* device = module->device;
   // Nobody else can launch it now; wait for what is still queued.
   for (size_t i = 0; i < module->mark_count; i++) {
-    accel__module_wait_stream(device, module->marks[i].stream);
+    accel__stream_drain_weak(module->marks[i].stream);
     accel__stream_weak_release(module->marks[i].stream);
   }
   device->ops->module_unload(module->impl);

@@ -3,6 +3,7 @@
 // Streams: in-order asynchronous queues. The core checks devices and bounds
 // and hands the work to the plugin, which enqueues it.
 #include <stdlib.h>
+#include <time.h>
 
 #include "graph_internal.h"
 #include "internal.h"
@@ -91,6 +92,21 @@ bool accel__stream_try_retain(accel_stream_t* stream) {
 
 void accel__stream_weak_retain(accel_stream_t* stream) {
   atomic_fetch_add_explicit(&stream->weak, 1, memory_order_relaxed);
+}
+
+void accel__stream_drain_weak(accel_stream_t* stream) {
+  if (accel__stream_try_retain(stream)) {
+    if (stream->device->ops->stream_synchronize(stream->impl) != ACCEL_OK) {
+      accel__log(ACCEL_LOG_DEBUG, "%s: draining a stream: %s",
+                 stream->device->uri, accel_last_error());
+    }
+    accel_stream_release(stream);
+    return;
+  }
+  while (!atomic_load_explicit(&stream->destroyed, memory_order_acquire)) {
+    struct timespec pause = {0, 100 * 1000};
+    nanosleep(&pause, NULL);
+  }
 }
 
 void accel__stream_weak_release(accel_stream_t* stream) {
