@@ -104,9 +104,13 @@ static void accel__trace_resolve_locked(accel__trace_stream_t* st,
     int64_t start =
         accel__trace_when(st, stream, s->timed, s->start, s->enqueue_ns);
     int64_t end = accel__trace_when(st, stream, s->timed, s->end, now);
+    // Both ends into [enqueue, now]: a backend's timestamps can lag
+    // (OpenCL stamps through a side queue), so neither end may leave the
+    // window the host saw the work in.
     if (start < s->enqueue_ns) start = s->enqueue_ns;
     if (end > now) end = now;
-    if (start > end) start = end;
+    if (start > now) start = now;
+    if (end < start) end = start;
     accel__trace_device_span(st->track, s->name, start, end);
     s->state = SLOT_FREE;
   }
