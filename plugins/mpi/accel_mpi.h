@@ -18,6 +18,7 @@
 #include <accel/comm_engine.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #ifndef ACCEL_MPI_VERSION
@@ -110,6 +111,9 @@ typedef struct accel_mpi_engine {
   void* dl;
   accel_mpi_lib_t mpi;
   bool we_initialised;  // MPI_Finalize at unload
+  // A request was abandoned (a peer died or stopped answering): MPI_Finalize
+  // would wait for that peer for ever, so the engine leaves MPI as it is.
+  atomic_bool abandoned;
   bool multiple;        // MPI_THREAD_MULTIPLE provided
   // libnbc's all-reduce algorithm as an MPI_T control variable (lib.c),
   // when the engine may set it per call: the handle and the value to

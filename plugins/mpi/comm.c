@@ -371,7 +371,9 @@ accel_status_t accel_mpi_request_test(void* request, int32_t* out_done) {
 void accel_mpi_request_abandon(void* request) {
   // The MPI requests stay with MPI: freeing an active collective request
   // is erroneous, and the communicator is broken from now on.
-  accel_mpi_request_free(request);
+  accel_mpi_request_t* r = request;
+  atomic_store(&r->comm->engine->abandoned, true);
+  accel_mpi_request_free(r);
 }
 
 // A blocking entry (engine ABI 1.0): starts the call and polls it until

@@ -158,7 +158,14 @@ void accel_mpi_stop(accel_mpi_engine_t* e) {
     accel_mpi_half_ops_free(e);
     int finalised = 1;
     e->mpi.MPI_Finalized(&finalised);
-    if (e->we_initialised && !finalised) e->mpi.MPI_Finalize();
+    if (e->we_initialised && !finalised && atomic_load(&e->abandoned)) {
+      // MPI_Finalize synchronises with every peer, a lost one too.
+      e->host->log(e->host, ACCEL_LOG_INFO,
+                   "MPI left initialised: a call was abandoned after a "
+                   "peer was lost, and MPI_Finalize would wait for it");
+    } else if (e->we_initialised && !finalised) {
+      e->mpi.MPI_Finalize();
+    }
   }
   // libmpi stays mapped: Open MPI cannot be initialised twice in a process
   // and its components keep references into it, so unloading gains little
