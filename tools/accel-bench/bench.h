@@ -296,6 +296,11 @@ void bench_loop_cast_f16(uint16_t* restrict dst, const float* restrict src,
 // Sum in f32 with 16 independent lanes (so it vectorises), lanes added in
 // f64 at the end.
 double bench_loop_sum(const float* x, size_t n);
+// x[i] = element i of the Philox stream (`seed`, block `offset`), uniform
+// in [0, 1) or standard normal, as <accel/philox.h> defines it: one block
+// of four values per step.
+void bench_loop_rng(float* x, size_t n, uint64_t seed, uint64_t offset,
+                    bool normal);
 
 // ---------------------------------------------------------------------------
 // Vendor baselines per backend (baseline.c)

@@ -4,6 +4,7 @@
 // calling accel, a counted loop per op, built with -O3 for the default
 // target (CMakeLists.txt) like the CPU plugin's own loops, so that the
 // compiler vectorises them. Nothing here is tuned by hand.
+#include <accel/philox.h>
 #include <string.h>
 
 #include "bench.h"
@@ -63,6 +64,17 @@ static inline uint16_t bench_f32_to_f16(float f) {
 void bench_loop_cast_f16(uint16_t* restrict dst, const float* restrict src,
                          size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = bench_f32_to_f16(src[i]);
+}
+
+void bench_loop_rng(float* x, size_t n, uint64_t seed, uint64_t offset,
+                    bool normal) {
+  for (size_t i = 0; i < n; i += 4) {
+    accel_philox_block_t block = accel_philox_at(seed, offset, i / 4);
+    for (uint32_t j = 0; j < 4 && i + j < n; ++j) {
+      x[i + j] = normal ? accel_philox_normal01(block, j)
+                        : accel_philox_uniform(block.w[j], 0.0f, 1.0f);
+    }
+  }
 }
 
 double bench_loop_sum(const float* x, size_t n) {

@@ -10,7 +10,11 @@
 // no budget here: 90% of the threaded loop is shown for information.
 //
 // The accel side enqueues `iters` ops on one stream and synchronises once
-// (the stream's natural use); the loops run `iters` times. The size is
+// (the stream's natural use); the loops run `iters` times. rng_uniform and
+// rng_normal fill f32 from the device generator's Philox stream (a new
+// offset per iteration) against the same <accel/philox.h> code in a loop,
+// one block of four values at a time, so their ratio is what accel adds to
+// the generator itself, and their GB/s the bytes written. The size is
 // the bytes of one f32 operand; the three sides measured in one rotation
 // (accel, threaded loop, one-thread loop) use their own memory.
 #include <math.h>
@@ -30,6 +34,8 @@ typedef enum bench_ew_kind {
   BENCH_EW_FILL,
   BENCH_EW_CAST,
   BENCH_EW_SUM,
+  BENCH_EW_RNG_UNIFORM,
+  BENCH_EW_RNG_NORMAL,
 } bench_ew_kind_t;
 
 typedef struct bench_ew_case {
@@ -43,7 +49,8 @@ static const bench_ew_case_t bench_ew_cases[] = {
     {"add", BENCH_EW_ADD, 12},   {"mul", BENCH_EW_MUL, 12},
     {"axpy", BENCH_EW_AXPY, 12}, {"scale", BENCH_EW_SCALE, 8},
     {"fill", BENCH_EW_FILL, 4},  {"cast_f32_f16", BENCH_EW_CAST, 6},
-    {"sum", BENCH_EW_SUM, 4},
+    {"sum", BENCH_EW_SUM, 4},    {"rng_uniform", BENCH_EW_RNG_UNIFORM, 4},
+    {"rng_normal", BENCH_EW_RNG_NORMAL, 4},
 };
 #define BENCH_EW_CASE_COUNT (sizeof(bench_ew_cases) / sizeof(bench_ew_cases[0]))
 
@@ -55,6 +62,8 @@ static const char* const bench_ew_case_names[] = {
     "fill",
     "cast_f32_f16",
     "sum",
+    "rng_uniform",
+    "rng_normal",
     "add_1thread",
     "mul_1thread",
     "axpy_1thread",
@@ -62,6 +71,8 @@ static const char* const bench_ew_case_names[] = {
     "fill_1thread",
     "cast_f32_f16_1thread",
     "sum_1thread",
+    "rng_uniform_1thread",
+    "rng_normal_1thread",
     NULL,
 };
 
@@ -90,6 +101,13 @@ static double bench_ew_alpha(const bench_ew_t* e, uint64_t i) {
   return i % 2 == 0 ? 1.0 : -1.0;
 }
 
+// The RNG cases' seed, and the Philox block offset of iteration `i`: each
+// iteration draws new numbers, as a training loop's dropout masks do.
+#define BENCH_EW_SEED 0x5eedu
+static uint64_t bench_ew_rng_offset(const bench_ew_t* e, uint64_t i) {
+  return i * ((e->n + 3) / 4);
+}
+
 static accel_status_t bench_ew_enqueue(bench_ew_t* e, uint64_t i) {
   accel_stream_t* st = e->stream;
   size_t n = e->n;
@@ -107,6 +125,12 @@ static accel_status_t bench_ew_enqueue(bench_ew_t* e, uint64_t i) {
       return accel_op_fill(st, e->z, 0, f32, n, 1.0);
     case BENCH_EW_CAST:
       return accel_op_cast(st, e->h, 0, ACCEL_DTYPE_F16, e->x, 0, f32, n);
+    case BENCH_EW_RNG_UNIFORM:
+      return accel_op_rng_uniform(st, e->z, 0, f32, n, BENCH_EW_SEED,
+                                  bench_ew_rng_offset(e, i), 0.0, 1.0);
+    case BENCH_EW_RNG_NORMAL:
+      return accel_op_rng_normal(st, e->z, 0, f32, n, BENCH_EW_SEED,
+                                 bench_ew_rng_offset(e, i), 0.0, 1.0);
     case BENCH_EW_SUM:
       break;
   }
@@ -160,6 +184,13 @@ static void bench_ew_part(void* arg, uint32_t index, uint32_t count) {
       break;
     case BENCH_EW_SUM:
       e->partial[index * 8] = bench_loop_sum(e->hx + lo, len);
+      break;
+    case BENCH_EW_RNG_UNIFORM:
+    case BENCH_EW_RNG_NORMAL:
+      // lo is a multiple of 16, so the part starts on a Philox block.
+      bench_loop_rng(e->hz + lo, len, BENCH_EW_SEED,
+                     bench_ew_rng_offset(e, e->iter) + lo / 4,
+                     e->c->kind == BENCH_EW_RNG_NORMAL);
       break;
   }
 }
