@@ -44,6 +44,7 @@ fi
 
 rm -rf "$work"
 mkdir -p "$work/debs"
+work=$(cd "$work" && pwd)  # the checks below run from inside it
 start=$SECONDS
 if ! cpack -G DEB -B "$work/debs" --config "$build/CPackConfig.cmake" \
     > "$work/cpack.log" 2>&1; then
