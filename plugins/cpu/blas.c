@@ -136,9 +136,12 @@ accel_cpu_blas_t* accel_cpu_blas_load(const char* name, uint32_t width,
     free(blas);
     return NULL;
   }
+  blas->engine = ACCEL_CPU_ENGINE_BLAS;
   if (dlsym(blas->handle, "openblas_get_config") != NULL) {
+    blas->engine = ACCEL_CPU_ENGINE_OPENBLAS;
     accel_cpu_blas_openblas(blas, width);
   } else if (dlsym(blas->handle, "bli_info_get_version_str") != NULL) {
+    blas->engine = ACCEL_CPU_ENGINE_BLIS;
     accel_cpu_blas_blis(blas);
   } else {
     const char* base = strrchr(name, '/');

@@ -593,6 +593,9 @@ struct accel_cpu_blas {
   // GEMM hands it the whole product and leaves the pool idle; otherwise
   // GEMM splits C into tiles across the pool.
   bool threaded;
+  // The engine slot the library belongs in: ACCEL_CPU_ENGINE_OPENBLAS or
+  // _BLIS when it identifies itself as one, else ACCEL_CPU_ENGINE_BLAS.
+  int engine;
   char description[96];  // "openblas-0.3.21:Zen:threads"
 };
 
@@ -659,7 +662,7 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* onednn,
 typedef enum accel_cpu_engine_id {
   ACCEL_CPU_ENGINE_OPENBLAS = 0,  // libopenblas.so.0
   ACCEL_CPU_ENGINE_BLIS = 1,      // libblis.so.4
-  ACCEL_CPU_ENGINE_BLAS = 2,      // ACCEL_CPU_BLAS's library, or libblas.so.3
+  ACCEL_CPU_ENGINE_BLAS = 2,      // another ACCEL_CPU_BLAS library, or libblas.so.3
   ACCEL_CPU_ENGINE_ONEDNN = 3,    // libdnnl.so.2
   ACCEL_CPU_ENGINE_COUNT = 4,
 } accel_cpu_engine_id_t;
@@ -716,7 +719,9 @@ void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
                                size_t size);
 
 // The engine id of the last line of `path` for `dtype_name` whose key
-// equals `key` (or, with `prefix_only`, starts with it); -1 when none.
+// equals `key`; -1 when none. With `prefix_only`, the keys that start
+// with `key` are compared: their decisions (the last line of each) when
+// they all agree, else -1.
 int accel_cpu_gemm_cache_find(const char* path, const char* key,
                               bool prefix_only, const char* dtype_name);
 

@@ -126,8 +126,10 @@ static accel_cpu_engines_t* accel_cpu_engines_load(accel_cpu_plugin_t* plugin,
   }
   const char* forced = host->getenv(host, "ACCEL_CPU_BLAS");
   if (forced != NULL && forced[0] != '\0') {
-    e->blas[ACCEL_CPU_ENGINE_BLAS] =
-        accel_cpu_blas_load(forced, width, tried, size);
+    // Named by what it is, so that ACCEL_CPU_GEMM=openblas (or blis)
+    // reaches an OpenBLAS (or BLIS) given by path or another soname.
+    accel_cpu_blas_t* blas = accel_cpu_blas_load(forced, width, tried, size);
+    if (blas != NULL) e->blas[blas->engine] = blas;
   } else {
     e->blas[ACCEL_CPU_ENGINE_OPENBLAS] =
         accel_cpu_blas_load("libopenblas.so.0", width, tried, size);
@@ -281,11 +283,15 @@ static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
   }
   int id = forced[dt];
   if (id >= 0 && !accel_cpu_engine_loaded(e, id)) {
+    // The key ends with the loaded libraries' descriptions.
+    const char* loaded = strrchr(e->key, '|');
     *status = host->fail(host, ACCEL_ERROR_UNSUPPORTED,
-                         "ACCEL_CPU_GEMM forces %s for %s, which could not "
-                         "be loaded (%s)",
+                         "ACCEL_CPU_GEMM forces %s for %s, which is not "
+                         "loaded (loaded: %s%s)",
                          accel_cpu_engine_name((accel_cpu_engine_id_t)id),
-                         accel_cpu_gemm_dtype_names[dt], plugin->engines_error);
+                         accel_cpu_gemm_dtype_names[dt],
+                         loaded != NULL ? loaded + 1 : e->key,
+                         plugin->engines_error);
     return -1;
   }
   char path[1024];
@@ -345,7 +351,7 @@ accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
     if (e != NULL) {
       host->log(host, ACCEL_LOG_INFO, "GEMM engines: %s", e->key);
       snprintf(plugin->engines_error, sizeof(plugin->engines_error),
-               "not loaded: %s", tried[0] ? tried : "none");
+               "%s%s", tried[0] ? "; not loaded: " : "", tried);
       atomic_store(&plugin->engines, e);
     } else {
       snprintf(plugin->engines_error, sizeof(plugin->engines_error),

@@ -29,12 +29,36 @@ void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
   }
 }
 
+// How many distinct keys a prefix lookup compares; more count as
+// ambiguous.
+#define ACCEL_CPU_GEMM_CACHE_KEYS 16
+
+// The engine id named at the end of a cache line, or -1.
+static int accel_cpu_gemm_cache_engine(char* engine) {
+  engine[strcspn(engine, "\r\n")] = '\0';
+  for (int id = 0; id < (int)ACCEL_CPU_ENGINE_COUNT; id++) {
+    if (strcmp(engine, accel_cpu_engine_name((accel_cpu_engine_id_t)id)) ==
+        0) {
+      return id;
+    }
+  }
+  return -1;
+}
+
 int accel_cpu_gemm_cache_find(const char* path, const char* key,
                               bool prefix_only, const char* dtype_name) {
   FILE* f = fopen(path, "r");
   if (f == NULL) return -1;
+  // The last decision of each full key that matches. A prefix can match
+  // several keys (the same CPU with OpenBLAS threaded in one process and
+  // limited to one thread in another): it answers only when they agree.
+  struct {
+    uint64_t hash;
+    int id;
+  } keys[ACCEL_CPU_GEMM_CACHE_KEYS];
+  size_t nkeys = 0;
+  bool ambiguous = false;
   char line[1024];
-  int found = -1;
   size_t key_len = strlen(key);
   while (fgets(line, sizeof(line), f) != NULL) {
     char* tab1 = strchr(line, '\t');
@@ -49,17 +73,29 @@ int accel_cpu_gemm_cache_find(const char* path, const char* key,
         strncmp(tab1 + 1, dtype_name, dlen) != 0) {
       continue;
     }
-    char* engine = tab2 + 1;
-    engine[strcspn(engine, "\r\n")] = '\0';
-    for (int id = 0; id < (int)ACCEL_CPU_ENGINE_COUNT; id++) {
-      if (strcmp(engine, accel_cpu_engine_name((accel_cpu_engine_id_t)id)) ==
-          0) {
-        found = id;
-      }
+    int id = accel_cpu_gemm_cache_engine(tab2 + 1);
+    if (id < 0) continue;
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a of the full key
+    for (size_t i = 0; i < len; i++) {
+      hash = (hash ^ (unsigned char)line[i]) * 1099511628211ull;
     }
+    size_t k = 0;
+    while (k < nkeys && keys[k].hash != hash) k++;
+    if (k == nkeys) {
+      if (nkeys == ACCEL_CPU_GEMM_CACHE_KEYS) {
+        ambiguous = true;
+        continue;
+      }
+      keys[nkeys++].hash = hash;
+    }
+    keys[k].id = id;
   }
   fclose(f);
-  return found;
+  if (nkeys == 0 || ambiguous) return -1;
+  for (size_t k = 1; k < nkeys; k++) {
+    if (keys[k].id != keys[0].id) return -1;
+  }
+  return keys[0].id;
 }
 
 // Creates the directory of `path` and, when missing, its parent (the

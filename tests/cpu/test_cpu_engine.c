@@ -135,6 +135,68 @@ TEST(decision_is_cached_and_followed) {
   ASSERT_EQ(cache_lines(key, sizeof(key), engine, sizeof(engine)), 3);
 }
 
+// Two cached keys for this CPU and thread count (the libraries reported
+// differently in two processes) that disagree: the features cannot know
+// which one this process will find, so they say auto, not either engine.
+TEST(disagreeing_cached_keys_show_auto) {
+  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  unsetenv("ACCEL_CPU_GEMM");
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  char before[512], after[512], key[1024] = "", engine[32] = "";
+  accel_status_t s = small_gemm(before, after, sizeof(before));
+  if (s == ACCEL_ERROR_UNSUPPORTED) SKIP("no GEMM engine installed");
+  ASSERT_OK(s);
+  ASSERT(cache_lines(key, sizeof(key), engine, sizeof(engine)) >= 1);
+  const char* other = strcmp(engine, "blis") != 0 ? "blis" : "openblas";
+  FILE* file = fopen(cache_file, "a");
+  ASSERT(file != NULL);
+  // The same prefix (CPU model, threads) with other library descriptions.
+  fprintf(file, "%s-other-threading\tf32\t%s\n", key, other);
+  fclose(file);
+  char f[512];
+  features(f, sizeof(f));
+  accel_shutdown();
+  printf("  features: %s\n", f);
+  ASSERT_STR_CONTAINS(f, "gemm-f32=auto");
+  // Once they agree again, the engine is named.
+  file = fopen(cache_file, "a");
+  ASSERT(file != NULL);
+  fprintf(file, "%s-other-threading\tf32\t%s\n", key, engine);
+  fclose(file);
+  char want[64];
+  snprintf(want, sizeof(want), "gemm-f32=%s", engine);
+  features(f, sizeof(f));
+  accel_shutdown();
+  ASSERT_STR_CONTAINS(f, want);
+}
+
+// ACCEL_CPU_BLAS naming an OpenBLAS (or BLIS) puts it under its own
+// engine name, so ACCEL_CPU_GEMM=openblas reaches it; an engine that did
+// not load is refused with the engines that did.
+TEST(named_blas_keeps_its_engine_name) {
+  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  setenv("ACCEL_CPU_BLAS", "libopenblas.so.0", 1);
+  setenv("ACCEL_CPU_GEMM", "f32=openblas", 1);
+  accel_status_t s = small_gemm(NULL, NULL, 0);
+  if (s == ACCEL_ERROR_UNSUPPORTED &&
+      strstr(accel_last_error(), "libopenblas.so.0 (") != NULL) {
+    unsetenv("ACCEL_CPU_BLAS");
+    unsetenv("ACCEL_CPU_GEMM");
+    SKIP("OpenBLAS is not installed");
+  }
+  printf("  f32=openblas with ACCEL_CPU_BLAS=libopenblas.so.0: %s\n",
+         accel_status_string(s));
+  ASSERT_OK(s);
+  setenv("ACCEL_CPU_GEMM", "f32=blis", 1);
+  s = small_gemm(NULL, NULL, 0);
+  printf("  f32=blis: %s\n", accel_last_error());
+  unsetenv("ACCEL_CPU_BLAS");
+  unsetenv("ACCEL_CPU_GEMM");
+  ASSERT_STATUS(s, ACCEL_ERROR_UNSUPPORTED);
+  ASSERT_STR_CONTAINS(accel_last_error(), "loaded: openblas-");
+}
+
 TEST(forced_engines_show_and_bad_values_fail) {
   setenv("XDG_CACHE_HOME", cache_dir, 1);
   setenv("ACCEL_CPU_GEMM", "f32=onednn,bf16=blis", 1);
