@@ -2,7 +2,8 @@
 //
 // Vendor baselines, one row per backend (see bench.h). A backend's row
 // says what its accel results are compared with: on the CPU a copy is
-// compared with memcpy between two ordinary allocations, a GEMM with
+// compared with memcpy between two allocations at the page offsets of
+// accel's buffers (bench_copy_place_t in bench.h), a GEMM with
 // the best engine the plugin chooses from (suite_gemm.c), an elementwise op with
 // a plain C loop (loops.c) and a launch with a direct call of the kernel
 // (suite_launch.c); on CUDA they are raw cuMemcpy*Async, cublasGemmEx
@@ -19,30 +20,45 @@
 #include "cuda_raw.h"
 #include "opencl_raw.h"
 
-// Both ends of a CPU "device" copy: two 64-byte-aligned allocations, like
-// the CPU plugin's.
+// Both ends of a CPU "device" copy: two allocations at the page offsets
+// of accel's buffers (bench_copy_place_t), else 64-byte aligned like the
+// CPU plugin's.
 typedef struct bench_memcpy_state {
   unsigned char* a;
   unsigned char* b;
+  unsigned char* a_base;  // what to free
+  unsigned char* b_base;
 } bench_memcpy_state_t;
 
-static bool bench_memcpy_open(bench_ctx_t* ctx, size_t size, void** out_state) {
+// `size` bytes starting `page_offset` into a page-aligned allocation;
+// `*base` is the allocation.
+static unsigned char* bench_memcpy_alloc(size_t size, size_t page_offset,
+                                         unsigned char** base) {
+  size_t rounded = (size + page_offset + 4095) & ~(size_t)4095;
+  *base = aligned_alloc(4096, rounded);
+  if (*base == NULL) return NULL;
+  // Touch every page now so that no trial pays for first-touch faults.
+  memset(*base, 1, rounded);
+  return *base + page_offset;
+}
+
+static bool bench_memcpy_open(bench_ctx_t* ctx, size_t size,
+                              const bench_copy_place_t* place,
+                              void** out_state) {
   (void)ctx;
   *out_state = NULL;
-  size_t rounded = (size + 63) & ~(size_t)63;
   bench_memcpy_state_t* s = calloc(1, sizeof(*s));
   if (s == NULL) return bench_fail("memcpy baseline: out of memory");
-  s->a = aligned_alloc(64, rounded);
-  s->b = aligned_alloc(64, rounded);
+  size_t src_offset = place->known ? place->src_page_offset % 4096 : 0;
+  size_t dst_offset = place->known ? place->dst_page_offset % 4096 : 64;
+  s->a = bench_memcpy_alloc(size, src_offset, &s->a_base);
+  s->b = bench_memcpy_alloc(size, dst_offset, &s->b_base);
   if (s->a == NULL || s->b == NULL) {
-    free(s->a);
-    free(s->b);
+    free(s->a_base);
+    free(s->b_base);
     free(s);
     return bench_fail("memcpy baseline: cannot allocate 2 x %zu bytes", size);
   }
-  // Touch every page now so that no trial pays for first-touch faults.
-  memset(s->a, 1, rounded);
-  memset(s->b, 2, rounded);
   *out_state = s;
   return true;
 }
@@ -75,8 +91,8 @@ static bool bench_memcpy_run(void* state, bench_copy_kind_t kind, bool pinned,
 static void bench_memcpy_close(void* state) {
   bench_memcpy_state_t* s = state;
   if (s == NULL) return;
-  free(s->a);
-  free(s->b);
+  free(s->a_base);
+  free(s->b_base);
   free(s);
 }
 

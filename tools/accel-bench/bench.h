@@ -313,13 +313,29 @@ typedef enum bench_copy_kind {
   BENCH_COPY_D2D,
 } bench_copy_kind_t;
 
+// Where accel's two device buffers of a copy case start within a 4 KiB
+// page, when their addresses are known (host-accessible devices).
+// memcpy's speed depends on the distance between source and destination
+// modulo 4096 ("4K aliasing": a 4 KiB memcpy from page offset 16 takes
+// 64 ns to page offset 128 and 54 ns to page offset 16 on an AVX2 EPYC),
+// so a baseline on host memory places its buffers at the same offsets:
+// the comparison then measures accel, not where two allocators happened
+// to put a buffer.
+typedef struct bench_copy_place {
+  bool known;
+  size_t src_page_offset;  // accel's `src` buffer address % 4096
+  size_t dst_page_offset;  // accel's `dst` buffer address % 4096
+} bench_copy_place_t;
+
 // The vendor's own copy routine, run on memory the baseline allocates
 // itself (device memory from the vendor runtime, not from accel).
 typedef struct bench_copy_baseline {
   const char* name;  // "memcpy", "cuMemcpy*Async"
   // Allocates the device-side memory for copies of `size` bytes (and the
-  // host side, for a baseline that uses its own host memory).
-  bool (*open)(bench_ctx_t* ctx, size_t size, void** out_state);
+  // host side, for a baseline that uses its own host memory), at `place`
+  // where the baseline's memory is host memory.
+  bool (*open)(bench_ctx_t* ctx, size_t size, const bench_copy_place_t* place,
+               void** out_state);
   // Copies `size` bytes `iters` times in direction `kind` between host
   // memory (`pinned` or pageable: the suite's `host` buffer, or the
   // baseline's own of that kind) and the baseline's device memory.

@@ -24,7 +24,9 @@ bench_cuda_t* bench_cuda_open(uint32_t ordinal, char* why, size_t why_size) {
 void bench_cuda_close(bench_cuda_t* cu) { (void)cu; }
 
 static bool bench_cuda_copy_open(bench_ctx_t* ctx, size_t size,
+                                 const bench_copy_place_t* place,
                                  void** out_state) {
+  (void)place;  // device memory: its address says nothing here
   (void)size;
   *out_state = NULL;
   return bench_fail("baseline not available: %s",
@@ -372,7 +374,9 @@ static void bench_cuda_copy_close(void* state) {
 }
 
 static bool bench_cuda_copy_open(bench_ctx_t* ctx, size_t size,
+                                 const bench_copy_place_t* place,
                                  void** out_state) {
+  (void)place;  // device memory: its address says nothing here
   *out_state = NULL;
   bench_cuda_t* cu = bench_cuda_get(ctx);
   if (cu == NULL) {

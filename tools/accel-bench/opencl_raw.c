@@ -25,7 +25,9 @@ static bench_ocl_t* bench_ocl_open(uint32_t index, const char* name, char* why,
 static void bench_ocl_close(bench_ocl_t* ocl) { (void)ocl; }
 
 static bool bench_ocl_copy_open(bench_ctx_t* ctx, size_t size,
+                                const bench_copy_place_t* place,
                                 void** out_state) {
+  (void)place;  // device memory: its address says nothing here
   (void)ctx, (void)size;
   *out_state = NULL;
   return bench_fail("baseline not available: " BENCH_OCL_NONE);
@@ -252,7 +254,9 @@ static void bench_ocl_copy_close(void* state) {
 }
 
 static bool bench_ocl_copy_open(bench_ctx_t* ctx, size_t size,
+                                const bench_copy_place_t* place,
                                 void** out_state) {
+  (void)place;  // device memory: its address says nothing here
   *out_state = NULL;
   bench_ocl_t* ocl = bench_ocl_get(ctx);
   if (ocl == NULL) return bench_fail("baseline not available: %s", ctx->ocl_error);

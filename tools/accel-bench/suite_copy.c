@@ -168,7 +168,16 @@ static bool bench_copy_alloc(bench_ctx_t* ctx, bench_copy_t* b, size_t size,
   if (s != ACCEL_OK) {
     return bench_fail("%s (%zu bytes): %s", what, size, accel_last_error());
   }
-  if (baseline != NULL && !baseline->open(ctx, size, &b->baseline_state)) {
+  bench_copy_place_t place = {.known = false};
+  uint64_t src_at = 0, dst_at = 0;
+  if (accel_buffer_query_address(b->src, 0, &src_at) == ACCEL_OK &&
+      accel_buffer_query_address(b->dst, 0, &dst_at) == ACCEL_OK) {
+    place.known = true;
+    place.src_page_offset = (size_t)(src_at % 4096);
+    place.dst_page_offset = (size_t)(dst_at % 4096);
+  }
+  if (baseline != NULL &&
+      !baseline->open(ctx, size, &place, &b->baseline_state)) {
     b->baseline_state = NULL;
     return false;
   }
