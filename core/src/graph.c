@@ -46,10 +46,7 @@ static void accel__graph_destroy(accel_graph_t* graph) {
   // still use pool buffers: it finishes before the memory is everyone's.
   accel_stream_t* s = graph->capture_stream;
   if (s != NULL) {
-    if (graph->pool != NULL && accel__stream_try_retain(s)) {
-      (void)device->ops->stream_synchronize(s->impl);
-      accel_stream_release(s);
-    }
+    if (graph->pool != NULL) accel__stream_drain_weak(s);
     accel__stream_weak_release(s);
   }
   if (graph->pool != NULL) accel__allocator_pool_release(device, graph->pool);

@@ -193,6 +193,22 @@ static accel_status_t accel__launch_prepare(accel_graph_t* graph,
   for (size_t i = 0; i < graph->launched_count && entry == NULL; i++) {
     if (graph->launched[i].stream == stream) entry = &graph->launched[i];
   }
+  if (entry == NULL && graph->launched_count == graph->launched_capacity) {
+    // Streams destroyed since: their work is done, so forget them (a
+    // program that launches on a new stream each time keeps no list of
+    // dead ones).
+    size_t kept = 0;
+    for (size_t i = 0; i < graph->launched_count; i++) {
+      accel_stream_t* s = graph->launched[i].stream;
+      if (accel__stream_gone(s)) {
+        if (graph->last_stream == s) graph->last_stream = NULL;
+        accel__stream_weak_release(s);
+      } else {
+        graph->launched[kept++] = graph->launched[i];
+      }
+    }
+    graph->launched_count = kept;
+  }
   if (entry == NULL) {
     if (graph->launched_count == graph->launched_capacity) {
       size_t capacity =
@@ -293,11 +309,7 @@ accel_status_t accel_graph_launch(accel_graph_t* graph,
 void accel__graph_launches_drain(accel_graph_t* graph) {
   for (size_t i = 0; i < graph->launched_count; i++) {
     accel_stream_t* s = graph->launched[i].stream;
-    // A stream whose count reached zero has finished its work.
-    if (accel__stream_try_retain(s)) {
-      (void)s->device->ops->stream_synchronize(s->impl);
-      accel_stream_release(s);
-    }
+    accel__stream_drain_weak(s);
     accel__stream_weak_release(s);
   }
   graph->launched_count = 0;

@@ -560,13 +560,15 @@ bool accel__stream_try_retain(accel_stream_t* stream);
 // Weak references (stream.c): keep the struct, not the plugin stream.
 void accel__stream_weak_retain(accel_stream_t* stream);
 void accel__stream_weak_release(accel_stream_t* stream);
-// For a holder of a weak reference (module.c): waits until the
+// For a holder of a weak reference (modules, graphs): waits until the
 // work the stream has queued so far has finished (its errors are left to
 // the stream's own calls) or, for a stream whose last reference is gone,
-// until its destruction, which waits for that work, is over. Never call it
-// on a path that a stream's own release can reach (the graphs' teardown):
-// that release sets `destroyed` only after it returns.
+// until its destruction, which waits for that work, is over; returns at
+// once when the calling thread is inside that stream's own release (a
+// capture discarded by it), whose stream_destroy waits for the work later.
 void accel__stream_drain_weak(accel_stream_t* stream);
+// Whether the stream's release has finished (its work is done).
+bool accel__stream_gone(const accel_stream_t* stream);
 
 // fork() handling (fork.c): take (`lock`) or drop the allocator's and the
 // host pool's mutex of `device`, so that fork() happens while no other

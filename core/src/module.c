@@ -332,7 +332,7 @@ static accel_status_t accel__module_mark(accel_module_t* module,
     size_t kept = 0;
     for (size_t i = 0; i < module->mark_count; i++) {
       accel_stream_t* s = module->marks[i].stream;
-      if (atomic_load_explicit(&s->destroyed, memory_order_acquire)) {
+      if (accel__stream_gone(s)) {
         accel__stream_weak_release(s);
       } else {
         module->marks[kept++].stream = s;

@@ -59,6 +59,11 @@ void accel_stream_retain(accel_stream_t* stream) {
   }
 }
 
+// The stream this thread is releasing (its teardown below), so that a
+// drain reached from that teardown (a discarded capture's graph) does not
+// wait for the destruction it is part of.
+static _Thread_local const accel_stream_t* accel__stream_releasing;
+
 void accel_stream_release(accel_stream_t* stream) {
   ACCEL__TRACE_API("accel_stream_release");
   if (stream == NULL) return;
@@ -66,6 +71,8 @@ void accel_stream_release(accel_stream_t* stream) {
   if (refs == 0) accel__handle_dead("accel_stream_release", "stream", stream);
   if (refs != 1) return;
   accel_device_t* device = stream->device;
+  const accel_stream_t* outer = accel__stream_releasing;
+  accel__stream_releasing = stream;
   accel__graph_stream_dying(stream);
   accel__stream_live_remove(stream);
   // The allocator must know before the plugin stream goes (it may be
@@ -76,6 +83,7 @@ void accel_stream_release(accel_stream_t* stream) {
   device->ops->stream_destroy(stream->impl);
   accel__allocator_stream_dead(stream);
   atomic_store_explicit(&stream->destroyed, true, memory_order_release);
+  accel__stream_releasing = outer;
   accel_device_release(device);
   accel__stream_weak_release(stream);
 }
@@ -103,10 +111,17 @@ void accel__stream_drain_weak(accel_stream_t* stream) {
     accel_stream_release(stream);
     return;
   }
+  // This thread's own release of the stream reached here: its
+  // stream_destroy, which waits for the work, comes after.
+  if (stream == accel__stream_releasing) return;
   while (!atomic_load_explicit(&stream->destroyed, memory_order_acquire)) {
     struct timespec pause = {0, 100 * 1000};
     nanosleep(&pause, NULL);
   }
+}
+
+bool accel__stream_gone(const accel_stream_t* stream) {
+  return atomic_load_explicit(&stream->destroyed, memory_order_acquire);
 }
 
 void accel__stream_weak_release(accel_stream_t* stream) {

@@ -231,10 +231,15 @@ accel_status_t accel_stream_launch_host_func(accel_stream_t* stream,
     return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
                        "%s: stream and fn are required", what);
   }
+  accel_device_t* d = stream->device;
   if (accel__capturing(stream)) {
+    // Refused now, as eagerly, rather than recorded for launches that
+    // could only fail.
+    if (d->ops->launch_host_func == accel__default_launch_host_func) {
+      return accel__default_launch_host_func(NULL, fn, user_data);
+    }
     return accel__graph_host_func(stream, fn, user_data);
   }
-  accel_device_t* d = stream->device;
   return accel__op_result(
       what, stream, d->ops->launch_host_func(stream->impl, fn, user_data));
 }
