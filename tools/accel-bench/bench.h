@@ -424,6 +424,10 @@ typedef struct bench_run_info {
   const char* mode;  // "quick", "full", "smoke"
   int argc;
   char** argv;
+  // The waiting policies accel-bench set for the libraries it compares
+  // ("OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4"), and those the
+  // user had set already; see bench_quiet_spinners() in main.c.
+  const char* spin_env;
 } bench_run_info_t;
 
 void bench_render_text(const bench_ctx_t* ctx, const bench_run_info_t* run,

@@ -305,6 +305,31 @@ static int bench_run(const bench_args_t* args, bench_ctx_t* ctx,
   return code;
 }
 
+// The GEMM suite calls several libraries in turn (accel's engine and
+// OpenBLAS, BLIS and oneDNN directly), interleaved. After a call their
+// idle threads keep the CPUs: libgomp's spin before sleeping (oneDNN,
+// BLIS's OpenMP build), OpenBLAS's yield loop for 2^28 cycles (about 0.1
+// s). Whatever runs next then shares the cores with them: on 2 vCPUs,
+// 30% of the run went to sched_yield and 16% to libgomp's spin, and
+// medians swung by 2x. A program using one engine never sees this, so
+// the bench makes idle threads sleep at once (passive OpenMP, the
+// shortest OpenBLAS timeout), the same for accel's side and the direct
+// calls, before any of those libraries is loaded. A value the user set is
+// kept. Writes what was set and what was kept into `out`.
+static void bench_quiet_spinners(char* out, size_t size) {
+  static const char* const vars[][2] = {{"OMP_WAIT_POLICY", "PASSIVE"},
+                                        {"OPENBLAS_THREAD_TIMEOUT", "4"}};
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+    const char* had = getenv(vars[i][0]);
+    bool set = had == NULL && setenv(vars[i][0], vars[i][1], 0) == 0;
+    size_t used = strlen(out);
+    snprintf(out + used, size - used, "%s%s=%s (%s)", used ? ", " : "",
+             vars[i][0], set ? vars[i][1] : (had ? had : "unset"),
+             set ? "set by accel-bench" : "the user's");
+  }
+}
+
 int main(int argc, char** argv) {
   // Before anything else, so that the helper stays small (suite_startup.c).
   if (argc >= 2 && strcmp(argv[1], BENCH_STARTUP_HELPER_FLAG) == 0) {
@@ -328,6 +353,8 @@ int main(int argc, char** argv) {
     return BENCH_EXIT_OK;
   }
 
+  char spin_env[160];
+  bench_quiet_spinners(spin_env, sizeof(spin_env));
   bench_ctx_t ctx;
   memset(&ctx, 0, sizeof(ctx));
   ctx.mode = args.mode;
@@ -356,6 +383,7 @@ int main(int argc, char** argv) {
       .mode = modes[args.mode],
       .argc = argc,
       .argv = argv,
+      .spin_env = spin_env,
   };
 
   if (!bench_compile_filters(&args, &ctx)) {

@@ -185,6 +185,7 @@ void bench_render_json(const bench_ctx_t* ctx, const bench_run_info_t* run,
   bench_json_str(&j, "cpu_model", run->cpu_model);
   bench_json_uint(&j, "cpu_cores", run->cpu_cores);
   bench_json_str(&j, "kernel", run->kernel);
+  bench_json_str(&j, "spin_env", run->spin_env);
   bench_json_close(&j, '}');
   bench_json_device(&j, &ctx->info);
   bench_json_key(&j, "results");

@@ -133,6 +133,7 @@ void bench_render_text(const bench_ctx_t* ctx, const bench_run_info_t* run,
       "are\nreported for information; they never change the exit "
       "status.\n",
       out);
+  fprintf(out, "Idle library threads: %s\n", run->spin_env);
   // Suites in run order, each once, in the order their results appear.
   for (size_t s = 0; bench_suites[s] != NULL; ++s) {
     const char* name = bench_suites[s]->name;
