@@ -10,8 +10,18 @@
 // - ncclGetUniqueId listens on an ephemeral port and writes its address
 //   into the id; ncclCommInitRank connects every rank to the root, which
 //   hands out every rank's own listening port, and the ranks then join a
-//   full mesh of TCP connections. ncclCommSplit builds a new mesh among
-//   each color's ranks.
+//   full mesh of TCP connections (fakenccl_init.c). ncclCommSplit builds a
+//   new mesh among each color's ranks.
+// - Non-blocking communicators (ncclCommInitRankConfig, blocking = 0), as
+//   NCCL documents them: init returns ncclInProgress with the
+//   communicator, whose set-up runs on a thread of its own until
+//   ncclCommGetAsyncError reports ncclSuccess or the error, and which
+//   ncclCommAbort stops. A call, ncclGroupEnd or ncclCommSplit on such a
+//   communicator returns ncclInProgress and puts nothing on the stream
+//   until the next ncclCommGetAsyncError (NCCL's background thread, made
+//   as late as it may be, so an engine that touches the stream first sees
+//   wrong results); using a communicator still in progress is
+//   ncclInvalidArgument. A split's child inherits the parent's mode.
 // - A call (or the calls between ncclGroupStart and ncclGroupEnd) runs on
 //   its stream: on a fakecuda stream's worker thread (fakecuda_enqueue), so
 //   that the engine's event, polling and timeout paths are real; on fakehip
@@ -26,10 +36,16 @@
 //   as they were. A silent peer blocks the call until ncclCommAbort (which
 //   shuts the connections down) or FAKENCCL_TIMEOUT seconds (default 120).
 //
-// Not modelled: several streams in one group, ncclConfig_t (split takes
-// NULL), registered buffers, ncclAvg and the other ops, speed. Environment:
+// Not modelled: several streams in one group, ncclConfig_t fields other
+// than `blocking` (split takes NULL), registered buffers, ncclAvg and the
+// other ops, speed. Environment:
 //   FAKENCCL_ADDR     the address put in the unique id (default 127.0.0.1)
-//   FAKENCCL_TIMEOUT  seconds a call waits for a silent peer (default 120)
+//   FAKENCCL_TIMEOUT  seconds a call or set-up waits for a silent peer
+//                     (default 120)
+//   FAKENCCL_INIT_STALL=R:S  rank R, in ncclCommInitRank(Config), takes
+//                     no part in the set-up for S seconds, then exits the
+//                     process with status 0 (a rank that passed the
+//                     rendezvous and then hung or died)
 // At exit, communicators never destroyed or aborted are reported as
 // "fakenccl: leak" (the CI's GPU-present stage looks for that line).
 #include <accel/plugin_dtype.h>
@@ -54,9 +70,7 @@
 #include "fakenccl.h"
 
 static atomic_int fakenccl_live;  // communicators not destroyed or aborted
-static pthread_mutex_t fakenccl_listen_lock = PTHREAD_MUTEX_INITIALIZER;
-static int fakenccl_listen_fd = -1;  // from the last ncclGetUniqueId
-static uint32_t fakenccl_listen_nonce;
+static _Thread_local atomic_bool* fakenccl_stop;  // see fakenccl_stop_on
 
 double fakenccl_now(void) {
   struct timespec ts;
@@ -85,13 +99,10 @@ void fakenccl_fail(ncclComm_t c, ncclResult_t r, const char* format, ...) {
 // Sockets.
 // ---------------------------------------------------------------------------
 
-static uint32_t fakenccl_addr(void) {
-  const char* a = getenv("FAKENCCL_ADDR");
-  struct in_addr in;
-  if (a == NULL || inet_pton(AF_INET, a, &in) != 1) {
-    in.s_addr = htonl(INADDR_LOOPBACK);
-  }
-  return in.s_addr;
+void fakenccl_stop_on(atomic_bool* stop) { fakenccl_stop = stop; }
+
+static bool fakenccl_stopped(void) {
+  return fakenccl_stop != NULL && atomic_load(fakenccl_stop);
 }
 
 int fakenccl_listen(uint32_t addr, uint16_t* port) {
@@ -112,8 +123,8 @@ int fakenccl_listen(uint32_t addr, uint16_t* port) {
   return fd;
 }
 
-static int fakenccl_connect(uint32_t addr, uint16_t port, double deadline) {
-  while (fakenccl_now() < deadline) {
+int fakenccl_connect(uint32_t addr, uint16_t port, double deadline) {
+  while (fakenccl_now() < deadline && !fakenccl_stopped()) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return -1;
     struct sockaddr_in a;
@@ -134,9 +145,9 @@ static int fakenccl_connect(uint32_t addr, uint16_t port, double deadline) {
   return -1;
 }
 
-static int fakenccl_accept(int listen_fd, double deadline) {
+int fakenccl_accept(int listen_fd, double deadline) {
   struct pollfd p = {listen_fd, POLLIN, 0};
-  while (fakenccl_now() < deadline) {
+  while (fakenccl_now() < deadline && !fakenccl_stopped()) {
     if (poll(&p, 1, 100) > 0) {
       int fd = accept(listen_fd, NULL, NULL);
       if (fd < 0) continue;
@@ -149,13 +160,12 @@ static int fakenccl_accept(int listen_fd, double deadline) {
   return -1;
 }
 
-// Moves all `size` bytes, blocking (setup only). False on failure.
-static bool fakenccl_io(int fd, void* data, size_t size, bool out,
-                        double deadline) {
+bool fakenccl_io(int fd, void* data, size_t size, bool out,
+                 double deadline) {
   char* p = data;
   while (size > 0) {
     struct pollfd q = {fd, out ? POLLOUT : POLLIN, 0};
-    if (fakenccl_now() > deadline) return false;
+    if (fakenccl_now() > deadline || fakenccl_stopped()) return false;
     if (poll(&q, 1, 100) <= 0) continue;
     ssize_t n = out ? send(fd, p, size, MSG_NOSIGNAL) : recv(fd, p, size, 0);
     if (n <= 0) {
@@ -213,6 +223,7 @@ ncclComm_t fakenccl_comm_new(int rank, int size, uint32_t addr) {
   c->size = size;
   c->addr = addr;
   c->fds = fds;
+  c->blocking = true;
   atomic_init(&c->refs, 1);
   pthread_mutex_init(&c->lock, NULL);
 #ifndef FAKENCCL_HIP
@@ -222,6 +233,8 @@ ncclComm_t fakenccl_comm_new(int rank, int size, uint32_t addr) {
 }
 
 void fakenccl_comm_live(void) { atomic_fetch_add(&fakenccl_live, 1); }
+
+void fakenccl_comm_dead(void) { atomic_fetch_sub(&fakenccl_live, 1); }
 
 void fakenccl_comm_discard(ncclComm_t c) {
   fakenccl_comm_unref(c);
@@ -261,100 +274,27 @@ FAKENCCL_API const char* ncclGetLastError(ncclComm_t c) {
   return c != NULL ? c->error : "";
 }
 
-FAKENCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
-  fakenccl_id_t f = {FAKENCCL_MAGIC, 0, fakenccl_addr(), 0};
-  pthread_mutex_lock(&fakenccl_listen_lock);
-  if (fakenccl_listen_fd >= 0) close(fakenccl_listen_fd);
-  fakenccl_listen_fd = fakenccl_listen(f.addr, &f.port);
-  fakenccl_listen_nonce = (uint32_t)getpid() ^ (uint32_t)time(NULL);
-  f.nonce = fakenccl_listen_nonce;
-  int fd = fakenccl_listen_fd;
-  pthread_mutex_unlock(&fakenccl_listen_lock);
-  if (fd < 0) return ncclSystemError;
-  memset(id, 0, sizeof(*id));
-  memcpy(id->internal, &f, sizeof(f));
-  return ncclSuccess;
-}
-
-// The root's side of init: gathers every rank's port and sends the table.
-static bool fakenccl_root(int size, const fakenccl_id_t* f, uint16_t* ports,
-                          double deadline) {
-  pthread_mutex_lock(&fakenccl_listen_lock);
-  int listen_fd = fakenccl_listen_fd;
-  bool mine = listen_fd >= 0 && fakenccl_listen_nonce == f->nonce;
-  fakenccl_listen_fd = -1;
-  pthread_mutex_unlock(&fakenccl_listen_lock);
-  if (!mine) return false;  // the id was not made here
-  int* fds = calloc((size_t)size, sizeof(int));
-  bool ok = fds != NULL;
-  for (int n = 1; ok && n < size; n++) {
-    uint32_t hello[3];  // nonce, rank, port
-    int fd = fakenccl_accept(listen_fd, deadline);
-    ok = fd >= 0 && fakenccl_io(fd, hello, sizeof(hello), false, deadline) &&
-         hello[0] == f->nonce && hello[1] > 0 && hello[1] < (uint32_t)size &&
-         fds[hello[1]] == 0;
-    if (ok) {
-      fds[hello[1]] = fd;
-      ports[hello[1]] = (uint16_t)hello[2];
-    } else if (fd >= 0) {
-      close(fd);
-    }
-  }
-  for (int r = 1; fds != NULL && r < size; r++) {
-    if (ok) ok = fakenccl_io(fds[r], ports, size * sizeof(uint16_t), true,
-                             deadline);
-    if (fds[r] > 0) close(fds[r]);
-  }
-  free(fds);
-  close(listen_fd);
-  return ok;
-}
-
-FAKENCCL_API ncclResult_t ncclCommInitRank(ncclComm_t* out, int size,
-                                           ncclUniqueId id, int rank) {
-  fakenccl_id_t f;
-  memcpy(&f, id.internal, sizeof(f));
-  if (out == NULL || size < 1 || rank < 0 || rank >= size ||
-      f.magic != FAKENCCL_MAGIC) {
-    return ncclInvalidArgument;
-  }
-  *out = NULL;
-  double deadline = fakenccl_now() + fakenccl_timeout();
-  ncclComm_t c = fakenccl_comm_new(rank, size, f.addr);
-  uint16_t* ports = calloc((size_t)size, sizeof(uint16_t));
-  uint16_t port = 0;
-  int listen_fd = fakenccl_listen(f.addr, &port);
-  bool ok = c != NULL && ports != NULL && listen_fd >= 0;
-  if (ok && rank == 0) {
-    ports[0] = port;
-    ok = fakenccl_root(size, &f, ports, deadline);
-  } else if (ok) {
-    int fd = fakenccl_connect(f.addr, f.port, deadline);
-    uint32_t hello[3] = {f.nonce, (uint32_t)rank, port};
-    ok = fd >= 0 && fakenccl_io(fd, hello, sizeof(hello), true, deadline) &&
-         fakenccl_io(fd, ports, size * sizeof(uint16_t), false, deadline);
-    if (fd >= 0) close(fd);
-  }
-  if (ok) ok = fakenccl_mesh(c, listen_fd, f.addr, ports, deadline);
-  if (listen_fd >= 0) close(listen_fd);
-  free(ports);
-  if (!ok) {
-    if (c != NULL) fakenccl_comm_discard(c);
-    return ncclSystemError;
-  }
-  fakenccl_comm_live();
-  *out = c;
-  return ncclSuccess;
+// NCCL: the communicator must be ready (not ncclInProgress) before it is
+// used, except by ncclCommGetAsyncError, ncclCommDestroy and
+// ncclCommAbort.
+static ncclResult_t fakenccl_ready(ncclComm_t c) {
+  if (c == NULL) return ncclInvalidArgument;
+  return atomic_load(&c->async) == ncclInProgress ? ncclInvalidArgument
+                                                  : ncclSuccess;
 }
 
 FAKENCCL_API ncclResult_t ncclCommCount(ncclComm_t c, int* count) {
-  if (c == NULL || count == NULL) return ncclInvalidArgument;
+  if (fakenccl_ready(c) != ncclSuccess || count == NULL) {
+    return ncclInvalidArgument;
+  }
   *count = c->size;
   return ncclSuccess;
 }
 
 FAKENCCL_API ncclResult_t ncclCommUserRank(ncclComm_t c, int* rank) {
-  if (c == NULL || rank == NULL) return ncclInvalidArgument;
+  if (fakenccl_ready(c) != ncclSuccess || rank == NULL) {
+    return ncclInvalidArgument;
+  }
   *rank = c->rank;
   return ncclSuccess;
 }
@@ -362,26 +302,32 @@ FAKENCCL_API ncclResult_t ncclCommUserRank(ncclComm_t c, int* rank) {
 FAKENCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t c,
                                                 ncclResult_t* result) {
   if (c == NULL || result == NULL) return ncclInvalidArgument;
+  if (!c->blocking) fakenccl_settle(c);
   *result = (ncclResult_t)atomic_load(&c->async);
   return ncclSuccess;
 }
 
 FAKENCCL_API ncclResult_t ncclCommDestroy(ncclComm_t c) {
   if (c == NULL) return ncclInvalidArgument;
-  atomic_fetch_sub(&fakenccl_live, 1);
+  fakenccl_setup_join(c);  // NCCL: destroy may block on a set-up
+  fakenccl_forget(c);
+  fakenccl_comm_dead();
   fakenccl_comm_unref(c);
   return ncclSuccess;
 }
 
 FAKENCCL_API ncclResult_t ncclCommAbort(ncclComm_t c) {
   if (c == NULL) return ncclInvalidArgument;
-  // A call blocked on a connection sees it shut and gives up.
+  // A call blocked on a connection, or a set-up, sees the flag or the
+  // connection shut and gives up.
   atomic_store(&c->aborted, true);
+  fakenccl_setup_join(c);
+  fakenccl_forget(c);
   for (int r = 0; r < c->size; r++) {
     if (c->fds[r] >= 0) shutdown(c->fds[r], SHUT_RDWR);
   }
   fakenccl_fail(c, ncclRemoteError, "the communicator was aborted");
-  atomic_fetch_sub(&fakenccl_live, 1);
+  fakenccl_comm_dead();
   fakenccl_comm_unref(c);
   return ncclSuccess;
 }

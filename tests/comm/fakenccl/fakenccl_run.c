@@ -352,10 +352,8 @@ static bool fakenccl_batch_task(void* arg) {
 }
 #endif
 
-// Runs `ops` on `stream`: queued on the fakecuda stream, or after the
-// fakehip stream's work in the caller.
-static ncclResult_t fakenccl_launch(const fakenccl_op_t* ops, size_t n,
-                                    fakenccl_stream_t stream) {
+ncclResult_t fakenccl_launch_now(const fakenccl_op_t* ops, size_t n,
+                                 fakenccl_stream_t stream) {
   fakenccl_batch_t* b = malloc(sizeof(*b) + n * sizeof(ops[0]));
   ncclComm_t* comms = malloc(n * sizeof(*comms));
   if (b == NULL || comms == NULL) {
@@ -403,7 +401,8 @@ static ncclResult_t fakenccl_submit(const fakenccl_op_t* op,
   if (c == NULL || (op->type != ncclInt32 && op->type != ncclFloat16 &&
                     op->type != ncclFloat32 && op->type != ncclBfloat16) ||
       (unsigned)op->op > ncclMin ||
-      (rooted && (op->peer < 0 || op->peer >= c->size))) {
+      (rooted && (op->peer < 0 || op->peer >= c->size)) ||
+      atomic_load(&c->async) == ncclInProgress) {  // used before ready
     return ncclInvalidArgument;
   }
   if (fakenccl_group.depth == 0) return fakenccl_launch(op, 1, stream);
@@ -517,8 +516,11 @@ FAKENCCL_API ncclResult_t ncclRecv(void* recv, size_t count,
 
 FAKENCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                         ncclComm_t* out, void* config) {
-  (void)config;
-  if (comm == NULL || out == NULL) return ncclInvalidArgument;
+  (void)config;  // NULL: the child inherits the parent's mode
+  if (comm == NULL || out == NULL ||
+      atomic_load(&comm->async) == ncclInProgress) {
+    return ncclInvalidArgument;
+  }
   *out = NULL;
   double deadline = fakenccl_now() + fakenccl_timeout();
   uint16_t port = 0;
@@ -567,6 +569,8 @@ FAKENCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   free(all);
   if (color < 0 && ok) return ncclSuccess;  // NCCL_SPLIT_NOCOLOR
   if (c == NULL) return ok ? ncclSystemError : ncclRemoteError;
+  c->blocking = comm->blocking;
+  if (!comm->blocking) return fakenccl_defer_split(comm, out, c);
   fakenccl_comm_live();
   *out = c;
   return ncclSuccess;
