@@ -15,11 +15,14 @@
 // of NCCL 2.x; RCCL's rccl.h declares the same).
 //
 // Files: plugin.c (descriptor, load/unload/probe), lib.c (opening NCCL
-// and the GPU runtime), comm.c (communicators, calls and their requests).
+// and the GPU runtime), init.c (forming and splitting communicators,
+// bounded by the timeout), comm.c (the GPU runtime around NCCL calls,
+// calls and their requests).
 #ifndef ACCEL_PLUGINS_NCCL_ACCEL_NCCL_H_
 #define ACCEL_PLUGINS_NCCL_ACCEL_NCCL_H_
 
 #include <accel/comm_engine.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,8 +68,29 @@ typedef enum {
 } ncclDataType_t;
 typedef void* accel_nccl_stream_t;  // cudaStream_t, hipStream_t
 
+// ncclConfig_t as NCCL 2.18 declares it (ncclConfig_v21700 and
+// splitShare; RCCL's is the same). NCCL copies min(size, its own sizeof)
+// bytes, keeps its defaults for fields newer than `version`, and reads
+// NCCL_CONFIG_UNDEF_INT (INT_MIN) or NULL as "the default". NCCL 2.14 to
+// 2.16 read `blocking` only.
+#define ACCEL_NCCL_CONFIG_MAGIC 0xcafebeefu    // NCCL_API_MAGIC
+#define ACCEL_NCCL_CONFIG_VERSION 21800u       // NCCL_VERSION(2, 18, 0)
+#define ACCEL_NCCL_CONFIG_UNDEF_INT INT_MIN    // NCCL_CONFIG_UNDEF_INT
+typedef struct {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int blocking;  // 0: calls return ncclInProgress and finish in the back
+  int cgaClusterSize;
+  int minCTAs;
+  int maxCTAs;
+  const char* netName;
+  int splitShare;
+} ncclConfig_t;
+
 // Every NCCL function the engine calls: X(name, return, parameters).
-// ncclCommSplit (NCCL 2.18) and ncclGetLastError (2.13) may be missing.
+// ncclCommSplit (NCCL 2.18), ncclGetLastError (2.13) and
+// ncclCommInitRankConfig (2.14) may be missing.
 #define ACCEL_NCCL_FUNCS(X)                                                  \
   X(ncclGetVersion, ncclResult_t, (int*))                                    \
   X(ncclGetUniqueId, ncclResult_t, (ncclUniqueId*))                          \
@@ -102,8 +126,10 @@ typedef void* accel_nccl_stream_t;  // cudaStream_t, hipStream_t
 
 #define ACCEL_NCCL_OPTIONAL_FUNCS(X)                                   \
   X(ncclCommSplit, ncclResult_t,                                       \
-    (ncclComm_t, int, int, ncclComm_t*, void* /* ncclConfig_t* */))    \
-  X(ncclGetLastError, const char*, (ncclComm_t))
+    (ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*))                \
+  X(ncclGetLastError, const char*, (ncclComm_t))                       \
+  X(ncclCommInitRankConfig, ncclResult_t,                              \
+    (ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*))
 
 // --- The GPU runtime calls around the collectives ------------------------
 // CUDA driver: X(name, symbol, return, parameters), with the versioned
@@ -155,12 +181,47 @@ typedef struct accel_nccl_engine {
   accel_nccl_lib_t nccl;
 } accel_nccl_engine_t;
 
+// One communicator of the engine.
+typedef struct accel_nccl_comm {
+  accel_nccl_engine_t* engine;
+  ncclComm_t comm;
+  int rank;
+  int size;
+  double timeout_s;
+  int device;  // CUDA or HIP ordinal
+  void* ctx;   // CUDA: the retained primary context
+  bool aborted;
+} accel_nccl_comm_t;
+
 // Opens the libraries once; later calls give the same answer (lib.c).
 accel_status_t accel_nccl_start(accel_nccl_engine_t* engine);
 // Closes what accel_nccl_start opened (lib.c).
 void accel_nccl_stop(accel_nccl_engine_t* engine);
 
-// Engine ABI entries (comm.c).
+// Records "<engine> on rank R of N: <message>" and returns `status`
+// (comm.c).
+accel_status_t accel_nccl_fail(accel_nccl_comm_t* c, accel_status_t status,
+                               const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
+// An NCCL result `r` of `what` as a failure, with NCCL's last error
+// (comm.c).
+accel_status_t accel_nccl_result(accel_nccl_comm_t* c, const char* what,
+                                 ncclResult_t r);
+// Makes `c`'s device current; accel_nccl_leave restores `saved` (comm.c).
+bool accel_nccl_enter(accel_nccl_comm_t* c, int* saved);
+void accel_nccl_leave(accel_nccl_comm_t* c, int saved);
+// Retains the device's primary context (CUDA) for a new communicator;
+// accel_nccl_unbind releases it and frees `c` (comm.c).
+accel_status_t accel_nccl_bind(accel_nccl_comm_t* c);
+void accel_nccl_unbind(accel_nccl_comm_t* c);
+// Waits until `comm`'s state (ncclCommGetAsyncError) is no longer
+// ncclInProgress, at most `c->timeout_s`: ACCEL_OK once it is
+// ncclSuccess, ACCEL_ERROR_TIMEOUT naming `what` and the seconds waited,
+// or NCCL's error. Aborts nothing (init.c).
+accel_status_t accel_nccl_settle(accel_nccl_comm_t* c, ncclComm_t comm,
+                                 const char* what);
+
+// Engine ABI entries (init.c: create and split; comm.c: the others).
 accel_status_t accel_nccl_comm_create(void* engine,
                                       const accel_comm_engine_init_t* init,
                                       void** out_comm, int32_t* out_rank,

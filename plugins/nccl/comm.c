@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
-// Communicators and calls on NCCL (or RCCL). A communicator is formed
-// through the core's rendezvous store: rank 0 makes the ncclUniqueId and
-// the store carries it to every rank, which then calls ncclCommInitRank
-// with its rank on its device (the CUDA primary context, or the HIP
-// device, current around every NCCL call).
+// Calls on NCCL (or RCCL) communicators (formed in init.c), and the
+// device around every NCCL call (the CUDA primary context, or the HIP
+// device, made current).
 //
 // A call is enqueued on the native stream of the accel stream (the core
 // asks the device plugin for it), followed by an event; request_test
@@ -15,6 +13,13 @@
 // the calls back, so their events are recorded after ncclGroupEnd.
 // All-to-all is a group of ncclSend and ncclRecv, as nccl-tests does it,
 // which every NCCL 2.x and RCCL has.
+//
+// Communicators are non-blocking where NCCL has ncclCommInitRankConfig
+// (init.c), so a call or ncclGroupEnd may return ncclInProgress: NCCL is
+// still putting the kernels on the stream in the background, and the
+// stream must not be touched until ncclCommGetAsyncError says
+// ncclSuccess. Such a request records its event only then, in
+// request_test; the core's wait bounds that polling by the same timeout.
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,22 +29,12 @@
 
 #include "accel_nccl.h"
 
-typedef struct accel_nccl_comm {
-  accel_nccl_engine_t* engine;
-  ncclComm_t comm;
-  int rank;
-  int size;
-  double timeout_s;
-  int device;  // CUDA or HIP ordinal
-  void* ctx;   // CUDA: the retained primary context
-  bool aborted;
-} accel_nccl_comm_t;
-
 typedef struct accel_nccl_request {
   accel_nccl_comm_t* comm;
   accel_nccl_stream_t stream;
   void* event;  // recorded after the call; NULL until its group ends
   const char* what;
+  bool enqueuing;  // ncclInProgress: the event waits for ncclSuccess
   struct accel_nccl_request* next;  // the open group's pending requests
 } accel_nccl_request_t;
 
@@ -52,14 +47,8 @@ static _Thread_local struct {
 #define ACCEL_NCCL_NOT_READY 600  // CUDA_ERROR_NOT_READY, hipErrorNotReady
 #define ACCEL_NCCL_DISABLE_TIMING 2u
 
-static accel_status_t accel_nccl_fail(accel_nccl_comm_t* c,
-                                      accel_status_t status,
-                                      const char* format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static accel_status_t accel_nccl_fail(accel_nccl_comm_t* c,
-                                      accel_status_t status,
-                                      const char* format, ...) {
+accel_status_t accel_nccl_fail(accel_nccl_comm_t* c, accel_status_t status,
+                               const char* format, ...) {
   char text[400];
   va_list args;
   va_start(args, format);
@@ -72,8 +61,8 @@ static accel_status_t accel_nccl_fail(accel_nccl_comm_t* c,
 
 // An NCCL result as a failure: the error string and, where NCCL has it,
 // its last error message.
-static accel_status_t accel_nccl_result(accel_nccl_comm_t* c,
-                                        const char* what, ncclResult_t r) {
+accel_status_t accel_nccl_result(accel_nccl_comm_t* c, const char* what,
+                                 ncclResult_t r) {
   accel_nccl_lib_t* n = &c->engine->nccl;
   const char* last = n->ncclGetLastError != NULL && c->comm != NULL
                          ? n->ncclGetLastError(c->comm)
@@ -93,7 +82,7 @@ static accel_status_t accel_nccl_result(accel_nccl_comm_t* c,
 // ---------------------------------------------------------------------------
 
 // Makes the communicator's device current; `*saved` restores it.
-static bool accel_nccl_enter(accel_nccl_comm_t* c, int* saved) {
+bool accel_nccl_enter(accel_nccl_comm_t* c, int* saved) {
   accel_nccl_lib_t* n = &c->engine->nccl;
 #ifdef ACCEL_NCCL_HIP
   if (n->hipGetDevice(saved) != 0) *saved = -1;
@@ -104,7 +93,7 @@ static bool accel_nccl_enter(accel_nccl_comm_t* c, int* saved) {
 #endif
 }
 
-static void accel_nccl_leave(accel_nccl_comm_t* c, int saved) {
+void accel_nccl_leave(accel_nccl_comm_t* c, int saved) {
   accel_nccl_lib_t* n = &c->engine->nccl;
 #ifdef ACCEL_NCCL_HIP
   if (saved >= 0) n->hipSetDevice(saved);
@@ -172,16 +161,8 @@ static accel_status_t accel_nccl_request_mark(accel_nccl_request_t* r) {
 // Communicators.
 // ---------------------------------------------------------------------------
 
-// What rank 0 sends through the store: its ncclUniqueId, or that it has
-// none (then every rank fails at once instead of waiting for it).
-typedef struct accel_nccl_id_blob {
-  int32_t ok;
-  int32_t reserved;
-  ncclUniqueId id;
-} accel_nccl_id_blob_t;
-
 // Retains the device's primary context (CUDA) for a new communicator.
-static accel_status_t accel_nccl_bind(accel_nccl_comm_t* c) {
+accel_status_t accel_nccl_bind(accel_nccl_comm_t* c) {
 #ifdef ACCEL_NCCL_HIP
   (void)c;
   return ACCEL_OK;
@@ -199,7 +180,7 @@ static accel_status_t accel_nccl_bind(accel_nccl_comm_t* c) {
 #endif
 }
 
-static void accel_nccl_unbind(accel_nccl_comm_t* c) {
+void accel_nccl_unbind(accel_nccl_comm_t* c) {
 #ifndef ACCEL_NCCL_HIP
   if (c->ctx != NULL) {
     int dev = 0;
@@ -209,138 +190,6 @@ static void accel_nccl_unbind(accel_nccl_comm_t* c) {
   }
 #endif
   free(c);
-}
-
-// Checks what the core asked for and says what is missing.
-static accel_status_t accel_nccl_check_init(
-    accel_nccl_engine_t* e, const accel_comm_engine_init_t* init) {
-  const accel_host_t* host = e->host;
-  size_t need = offsetof(accel_comm_engine_init_t, store) + sizeof(void*);
-  if (init->struct_size < need) {
-    return host->fail(host, ACCEL_ERROR_INCOMPATIBLE,
-                      "the core predates engine ABI 1.1 (no rendezvous)");
-  }
-  if (init->native_comm != NULL) {
-    return host->fail(host, ACCEL_ERROR_UNSUPPORTED,
-                      ACCEL_NCCL_NAME " cannot adopt a native communicator");
-  }
-  if (init->rank < 0 || init->store == NULL) {
-    return host->fail(
-        host, ACCEL_ERROR_UNSUPPORTED,
-        ACCEL_NCCL_NAME " forms communicators through the rendezvous: set "
-        "ACCEL_COMM_RANK, ACCEL_COMM_SIZE and either ACCEL_COMM_ADDR and "
-        "ACCEL_COMM_PORT, or ACCEL_COMM_FILE (docs/collectives.md)");
-  }
-  if (init->device_backend == NULL ||
-      strcmp(init->device_backend, ACCEL_NCCL_BACKEND) != 0) {
-    return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
-                      ACCEL_NCCL_NAME " serves " ACCEL_NCCL_BACKEND
-                      " devices only");
-  }
-  return ACCEL_OK;
-}
-
-accel_status_t accel_nccl_comm_create(void* engine,
-                                      const accel_comm_engine_init_t* init,
-                                      void** out_comm, int32_t* out_rank,
-                                      int32_t* out_size) {
-  accel_nccl_engine_t* e = engine;
-  accel_status_t status = accel_nccl_start(e);
-  if (status == ACCEL_OK) status = accel_nccl_check_init(e, init);
-  if (status != ACCEL_OK) return status;
-  accel_nccl_comm_t* c = calloc(1, sizeof(*c));
-  if (c == NULL) {
-    return e->host->fail(e->host, ACCEL_ERROR_OUT_OF_MEMORY,
-                         ACCEL_NCCL_NAME " communicator");
-  }
-  c->engine = e;
-  c->rank = init->rank;
-  c->size = init->size;
-  c->timeout_s = init->timeout_s;
-  c->device = (int)init->native_device;
-  status = accel_nccl_bind(c);
-  int saved = 0;
-  if (status == ACCEL_OK && !accel_nccl_enter(c, &saved)) {
-    status = accel_nccl_fail(c, ACCEL_ERROR_BACKEND,
-                             "cannot make device %d current", c->device);
-  }
-  if (status != ACCEL_OK) {
-    accel_nccl_unbind(c);
-    return status;
-  }
-  accel_nccl_id_blob_t blob;
-  memset(&blob, 0, sizeof(blob));
-  ncclResult_t r = ncclSuccess;
-  if (c->rank == 0) {
-    r = e->nccl.ncclGetUniqueId(&blob.id);
-    blob.ok = r == ncclSuccess;
-  }
-  status = init->store->broadcast(init->store, &blob, sizeof(blob), 0);
-  if (status == ACCEL_OK && r != ncclSuccess) {
-    status = accel_nccl_result(c, "ncclGetUniqueId", r);
-  } else if (status == ACCEL_OK && !blob.ok) {
-    status = accel_nccl_fail(c, ACCEL_ERROR_BACKEND,
-                             "rank 0 could not make the ncclUniqueId");
-  }
-  if (status == ACCEL_OK) {
-    // Every rank was at the rendezvous just now, so this returns unless a
-    // rank dies in between: NCCL's blocking init has no time limit.
-    r = e->nccl.ncclCommInitRank(&c->comm, c->size, blob.id, c->rank);
-    if (r != ncclSuccess) {
-      status = accel_nccl_result(c, "ncclCommInitRank", r);
-      c->comm = NULL;
-    }
-  }
-  accel_nccl_leave(c, saved);
-  if (status != ACCEL_OK) {
-    accel_nccl_unbind(c);
-    return status;
-  }
-  *out_comm = c;
-  *out_rank = c->rank;
-  *out_size = c->size;
-  return ACCEL_OK;
-}
-
-accel_status_t accel_nccl_comm_split(void* comm, int32_t color, int32_t key,
-                                     void** out_comm, int32_t* out_rank,
-                                     int32_t* out_size) {
-  accel_nccl_comm_t* c = comm;
-  accel_nccl_engine_t* e = c->engine;
-  if (e->nccl.ncclCommSplit == NULL) {
-    return accel_nccl_fail(c, ACCEL_ERROR_UNSUPPORTED,
-                           "this library has no ncclCommSplit (NCCL 2.18 or "
-                           "newer has it)");
-  }
-  accel_nccl_comm_t* s = calloc(1, sizeof(*s));
-  if (s == NULL) {
-    return e->host->fail(e->host, ACCEL_ERROR_OUT_OF_MEMORY,
-                         ACCEL_NCCL_NAME " communicator");
-  }
-  *s = *c;
-  s->comm = NULL;
-  s->ctx = NULL;
-  accel_status_t status = accel_nccl_bind(s);
-  int saved = 0;
-  if (status == ACCEL_OK && accel_nccl_enter(c, &saved)) {
-    ncclResult_t r = e->nccl.ncclCommSplit(c->comm, color, key, &s->comm,
-                                           NULL);
-    if (r == ncclSuccess) r = e->nccl.ncclCommUserRank(s->comm, &s->rank);
-    if (r == ncclSuccess) r = e->nccl.ncclCommCount(s->comm, &s->size);
-    accel_nccl_leave(c, saved);
-    if (r != ncclSuccess) status = accel_nccl_result(c, "ncclCommSplit", r);
-  } else if (status == ACCEL_OK) {
-    status = accel_nccl_fail(c, ACCEL_ERROR_BACKEND,
-                             "cannot make device %d current", c->device);
-  }
-  if (status != ACCEL_OK) {
-    accel_nccl_unbind(s);
-    return status;
-  }
-  *out_comm = s;
-  *out_rank = s->rank;
-  *out_size = s->size;
-  return ACCEL_OK;
 }
 
 void accel_nccl_comm_abort(void* comm) {
@@ -458,6 +307,8 @@ accel_status_t accel_nccl_call_start(void* comm,
   } else if (accel_nccl_group.depth > 0) {
     r->next = accel_nccl_group.pending;  // marked at group_end
     accel_nccl_group.pending = r;
+  } else if (result == ncclInProgress) {
+    r->enqueuing = true;  // marked by request_test once NCCL is done
   } else {
     status = accel_nccl_request_mark(r);
   }
@@ -486,6 +337,16 @@ accel_status_t accel_nccl_request_test(void* request, int32_t* out_done) {
     accel_status_t status = accel_nccl_result(c, r->what, async);
     accel_nccl_request_free(r);
     return status;
+  }
+  if (r->enqueuing) {
+    // Until ncclSuccess, NCCL may still be putting the call on the stream.
+    if (q != ncclSuccess || async != ncclSuccess) return ACCEL_OK;
+    r->enqueuing = false;
+    accel_status_t status = accel_nccl_request_mark(r);
+    if (status != ACCEL_OK) {
+      accel_nccl_request_free(r);
+      return status;
+    }
   }
   if (r->event == NULL) return ACCEL_OK;  // its group has not ended
   int rc = accel_nccl_event_query(n, r->event);
@@ -540,6 +401,10 @@ accel_status_t accel_nccl_group_end(void* engine) {
   }
   accel_status_t status = ACCEL_OK;
   for (accel_nccl_request_t* q = pending; q != NULL; q = q->next) {
+    if (r == ncclInProgress) {
+      q->enqueuing = true;  // non-blocking: see request_test
+      continue;
+    }
     accel_status_t s = accel_nccl_request_mark(q);
     if (status == ACCEL_OK) status = s;
   }

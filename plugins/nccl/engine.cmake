@@ -5,7 +5,7 @@ include_guard(GLOBAL)
 function(accel_add_nccl_engine target output)
   set(_src ${PROJECT_SOURCE_DIR}/plugins/nccl)
   add_library(${target} MODULE ${_src}/plugin.c ${_src}/lib.c
-    ${_src}/comm.c)
+    ${_src}/init.c ${_src}/comm.c)
   target_link_libraries(${target} PRIVATE accel::sdk Threads::Threads
     ${CMAKE_DL_LIBS})
   target_compile_definitions(${target} PRIVATE

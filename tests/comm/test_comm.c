@@ -18,7 +18,10 @@
 // rank 1 stops calling instead, past the others' timeout. With "missing",
 // the launcher left one rank out: accel_comm_create must fail within the
 // timeout, naming it. With "refused", the MPI engine, started without
-// mpirun or ompi-server, must refuse at once and say why.
+// mpirun or ompi-server, must refuse at once and say why. With
+// "init_stall", rank 1 passes the rendezvous and then never finishes
+// NCCL's set-up (FAKENCCL_INIT_STALL): the others' accel_comm_create must
+// fail within the timeout, naming ncclCommInitRank, instead of hanging.
 #include <accel/accel.h>
 #include <accel/plugin_dtype.h>
 #include <stdio.h>
@@ -523,6 +526,27 @@ static int run_missing(accel_status_t s) {
   return failures == 0 ? 0 : 1;
 }
 
+// Rank 1 stalled inside ncclCommInitRank after the rendezvous (and never
+// gets here): creating the communicator must fail within the timeout
+// (`waited` seconds it took), naming the call: ACCEL_ERROR_TIMEOUT, or
+// ACCEL_ERROR_DEVICE_LOST where another rank gave up first and its abort
+// broke this rank's set-up.
+static int run_init_stall(accel_status_t s, double waited) {
+  const char* rank = getenv("ACCEL_COMM_RANK");
+  const char* limit = getenv("ACCEL_COMM_TIMEOUT");
+  double timeout = limit != NULL ? atof(limit) : 300;
+  rank_ = rank != NULL ? atoi(rank) : -1;  // for CHECK's messages
+  CHECK((s == ACCEL_ERROR_TIMEOUT || s == ACCEL_ERROR_DEVICE_LOST) &&
+            strstr(accel_last_error(), "ncclCommInitRank") != NULL,
+        "a rank stalled in NCCL's set-up: %s: %s", accel_status_string(s),
+        accel_last_error());
+  CHECK(waited < timeout + 10, "gave up after %.1f s (timeout %.0f s)",
+        waited, timeout);
+  printf("rank %s: after %.1f s: %s\n", rank != NULL ? rank : "?", waited,
+         accel_last_error());
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   const char* device = getenv("COMM_TEST_DEVICE");
@@ -539,8 +563,15 @@ int main(int argc, char** argv) {
   accel_comm_options_init(&options);
   options.engine = engine;
   options.device = f.dev;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   s = accel_comm_create(&options, &f.comm);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   if (strcmp(mode, "missing") == 0) return run_missing(s);
+  if (strcmp(mode, "init_stall") == 0) {
+    return run_init_stall(s, (double)(t1.tv_sec - t0.tv_sec) +
+                                 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+  }
   if (strcmp(mode, "refused") == 0) {
     // MPI, started without mpirun and without an ompi-server.
     CHECK(s == ACCEL_ERROR_UNSUPPORTED &&
