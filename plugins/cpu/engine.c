@@ -238,10 +238,17 @@ static int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin,
                            .m = n, .n = n, .k = n, .alpha = 1.0,
                            .a = buf, .lda = n, .b = buf + n * n * es,
                            .ldb = n, .c = buf + 2 * n * n * es, .ldc = n};
+  // OpenBLAS last: after a call its idle threads yield-spin for about 2^28
+  // cycles (0.1 s), longer than the warm-up, and would slow the engine
+  // timed after it. libgomp's threads (oneDNN) spin for much less.
+  static const int order[ACCEL_CPU_ENGINE_COUNT] = {
+      ACCEL_CPU_ENGINE_BLIS, ACCEL_CPU_ENGINE_BLAS, ACCEL_CPU_ENGINE_ONEDNN,
+      ACCEL_CPU_ENGINE_OPENBLAS};
   char report[384] = "";
   int best_id = -1;
   double best = 0;
-  for (int id = 0; id < (int)ACCEL_CPU_ENGINE_COUNT; id++) {
+  for (int i = 0; i < (int)ACCEL_CPU_ENGINE_COUNT; i++) {
+    int id = order[i];
     if (!accel_cpu_engine_loaded(e, id)) continue;
     accel_cpu_gemm_engine_t engine;
     accel_cpu_engine_fill(e, id, dt, &engine);
