@@ -2,7 +2,6 @@
 //
 // Buffers: device memory with a known device and size, so every copy can be
 // checked for bounds and devices before it reaches a plugin.
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,11 +113,8 @@ accel_status_t accel_buffer_query_address(const accel_buffer_t* buffer,
       d->ops->mem_address(d->impl, accel__buffer_mem(buffer),
                           accel__buffer_offset(buffer, offset), out_address);
   if (status != ACCEL_OK) {
-    char reason[512];
-    snprintf(reason, sizeof(reason), "%s", accel_last_error());
     *out_address = 0;
-    return accel__fail(status, "accel_buffer_query_address on %s: %s",
-                       d->uri, reason);
+    return accel__fail_plugin(status, "accel_buffer_query_address", d);
   }
   return ACCEL_OK;
 }

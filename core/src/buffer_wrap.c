@@ -12,7 +12,6 @@
 // the next wrap; the handle itself is retired by accel_buffer_release, so
 // a double release is caught exactly as for allocator buffers.
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +72,10 @@ accel_status_t accel_buffer_wrap(accel_device_t* device, uint64_t address,
   accel_status_t status =
       device->ops->mem_wrap(device->impl, address, size, &mem);
   if (status != ACCEL_OK) {
-    char reason[512];
-    snprintf(reason, sizeof(reason), "%s", accel_last_error());
+    status = accel__fail_plugin(status, "accel_buffer_wrap", device);
     accel__wrapped_put(w);
     accel__handle_free(buffer);
-    return accel__fail(status, "accel_buffer_wrap on %s: %s", device->uri,
-                       reason);
+    return status;
   }
   w->release = release;
   w->user_data = user_data;

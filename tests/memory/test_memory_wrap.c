@@ -35,6 +35,16 @@ static accel_buffer_t* wrap(accel_device_t* d, owner_t* o) {
   return status == ACCEL_OK ? b : NULL;
 }
 
+// How many times `needle` occurs in `hay`.
+static int occurrences(const char* hay, const char* needle) {
+  int n = 0;
+  for (const char* p = strstr(hay, needle); p != NULL;
+       p = strstr(p + 1, needle)) {
+    n++;
+  }
+  return n;
+}
+
 TEST(wrap_shares_memory) {
   accel_device_t* d = NULL;
   ASSERT_OK(accel_device_open("cpu:0", &d));
@@ -186,7 +196,10 @@ TEST(wrap_bad_arguments) {
                 ACCEL_ERROR_INVALID_ARGUMENT);
   ASSERT_STATUS(accel_buffer_wrap(d, UINT64_MAX - 3, 8, NULL, NULL, &b),
                 ACCEL_ERROR_INVALID_ARGUMENT);
-  ASSERT_STR_CONTAINS(accel_last_error(), "accel_buffer_wrap on cpu:0");
+  // The plugin's message already names the device: the core does not
+  // repeat it ("cpu:0: cpu:0: ...").
+  ASSERT_STR_CONTAINS(accel_last_error(), "accel_buffer_wrap: cpu:0: cannot");
+  ASSERT_EQ(occurrences(accel_last_error(), "cpu:0"), 1);
   accel_device_release(d);
 }
 
@@ -230,6 +243,18 @@ TEST(wrap_unsupported_without_the_entry) {
   ASSERT_NULL(b);
   ASSERT_STR_CONTAINS(accel_last_error(), "accel_buffer_wrap on fxgood:0");
   ASSERT_STR_CONTAINS(accel_last_error(), "cannot wrap");
+  ASSERT_EQ(occurrences(accel_last_error(), "fxgood:0"), 1);
+  // Nor has its memory an address; the core's message names the device
+  // once, as the plugin's did not.
+  ASSERT_OK(accel_buffer_create(d, 64, &b));
+  uint64_t address = 1;
+  ASSERT_STATUS(accel_buffer_query_address(b, 0, &address),
+                ACCEL_ERROR_UNSUPPORTED);
+  ASSERT_EQ(address, 0);
+  ASSERT_STR_CONTAINS(accel_last_error(),
+                      "accel_buffer_query_address on fxgood:0: ");
+  ASSERT_EQ(occurrences(accel_last_error(), "fxgood:0"), 1);
+  accel_buffer_release(b);
   accel_device_release(d);
 }
 
