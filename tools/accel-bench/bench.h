@@ -96,6 +96,19 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
 bool bench_measure_n(const bench_plan_t* plan, size_t count,
                      const bench_variant_t* variants, bench_timing_t* out);
 
+// For operations whose time swings with the machine's state from one
+// moment to the next (a launch + synchronize that waits for a runtime's
+// worker thread to wake: 13 to 60 us on PoCL from one second to the next,
+// so trials of many launches of one side, then the other, land in
+// different states): single operations of `a` and `b` alternate (A B,
+// B A, ...), each timed alone, for as many pairs as fit in the plan's
+// time for one variant's trials; the results are medians, minimums and
+// maximums over single operations (`iters` 1, `trials` the pairs). A
+// `b.run` of NULL measures `a` alone. Returns false if a run failed.
+bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
+                         bench_variant_t b, bench_timing_t* out_a,
+                         bench_timing_t* out_b);
+
 // Fills `out` (median, min, max) from `count` samples, which it sorts.
 void bench_timing_from_samples(double* samples, uint32_t count,
                                bench_timing_t* out);

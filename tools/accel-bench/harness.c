@@ -155,3 +155,53 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
   if (out_b != NULL) *out_b = out[1];
   return ok;
 }
+
+// Most pairs bench_measure_pairs() takes.
+#define BENCH_MAX_PAIRS 20000u
+
+bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
+                         bench_variant_t b, bench_timing_t* out_a,
+                         bench_timing_t* out_b) {
+  memset(out_a, 0, sizeof(*out_a));
+  if (out_b != NULL) memset(out_b, 0, sizeof(*out_b));
+  if (out_b == NULL) b.run = NULL;
+  bench_variant_t v[2] = {a, b};
+  // Warm-up, and the cost of one operation to size the run.
+  double one = 0;
+  for (int i = 0; i < 2; i++) {
+    if (v[i].run == NULL) continue;
+    for (int w = 0; w < 3; w++) {
+      double ns = bench_time(v[i], 1);
+      if (ns < 0) return false;
+      if (ns > one) one = ns;
+    }
+  }
+  double budget = plan->trial_ns * (double)plan->trials;
+  if (budget > plan->case_ns) budget = plan->case_ns;
+  uint32_t pairs = one > 0 ? (uint32_t)fmin(budget / one, BENCH_MAX_PAIRS)
+                           : BENCH_MAX_PAIRS;
+  if (pairs < plan->min_trials) pairs = plan->min_trials;
+  if (pairs < 1) pairs = 1;
+  double* samples = malloc(2 * (size_t)pairs * sizeof(*samples));
+  if (samples == NULL) return bench_fail("out of memory for %u pairs", pairs);
+  bool ok = true;
+  for (uint32_t t = 0; t < pairs && ok; t++) {
+    for (uint32_t step = 0; step < 2 && ok; step++) {
+      uint32_t i = (t + step) % 2;
+      if (v[i].run == NULL) continue;
+      double ns = bench_time(v[i], 1);
+      if (ns < 0) ok = false;
+      samples[i * pairs + t] = ns;
+    }
+  }
+  if (ok) {
+    bench_timing_from_samples(samples, pairs, out_a);
+    out_a->iters = 1;
+    if (b.run != NULL) {
+      bench_timing_from_samples(samples + pairs, pairs, out_b);
+      out_b->iters = 1;
+    }
+  }
+  free(samples);
+  return ok;
+}

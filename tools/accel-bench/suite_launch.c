@@ -2,7 +2,10 @@
 //
 // launch: an empty kernel (kernels/empty_cpu.c, one block, no arguments)
 // through accel_kernel_launch on one stream, in microseconds per launch:
-// - latency: one launch, then accel_stream_synchronize, repeated;
+// - latency: one launch, then accel_stream_synchronize; single launches
+//   of accel and the baseline alternate, each timed alone, and the
+//   medians are over single launches (bench_measure_pairs: the time a
+//   runtime takes to wake its worker drifts faster than a trial lasts);
 // - throughput: launches back to back, one synchronisation per batch of
 //   up to BENCH_LAUNCH_BATCH (which bounds the queue), per launch.
 // The baseline is the raw vendor launch (architecture "Budgets": accel <= raw +
@@ -311,7 +314,12 @@ static void bench_launch_run(bench_ctx_t* ctx) {
     } else {
       snprintf(r->note, sizeof(r->note), "baseline %s", bl->launch_missing);
     }
-    if (!bench_measure(&ctx->plan, a, b, &r->accel, &r->baseline)) {
+    // Latency: single launches of each side alternate (see
+    // bench_measure_pairs); throughput: trials of many launches.
+    bool measured =
+        k == 0 ? bench_measure_pairs(&ctx->plan, a, b, &r->accel, &r->baseline)
+               : bench_measure(&ctx->plan, a, b, &r->accel, &r->baseline);
+    if (!measured) {
       bench_result_fail(ctx, r, NULL);
       continue;
     }
