@@ -304,6 +304,8 @@ FAKENCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t c,
   if (c == NULL || result == NULL) return ncclInvalidArgument;
   if (!c->blocking) fakenccl_settle(c);
   *result = (ncclResult_t)atomic_load(&c->async);
+  // The set-up thread stores the result as its last act: it is done.
+  if (*result != ncclInProgress) fakenccl_setup_join(c);
   return ncclSuccess;
 }
 

@@ -83,7 +83,8 @@ typedef struct ncclComm {
   pthread_mutex_t lock;  // one call at a time on the connections
   char error[256];
   bool blocking;            // false: calls may return ncclInProgress
-  bool setting_up;          // `setup` runs ncclCommInitRankConfig's set-up
+  atomic_bool setting_up;   // `setup` runs ncclCommInitRankConfig's set-up
+                            // (or finished, not joined yet)
   pthread_t setup;
   // Guarded by fakenccl_defer_lock (fakenccl_defer.c): a launch held back
   // until the next ncclCommGetAsyncError, and a split's result to hand

@@ -143,9 +143,10 @@ static void* fakenccl_setup_main(void* arg) {
 }
 
 void fakenccl_setup_join(ncclComm_t c) {
-  if (!c->setting_up) return;
-  pthread_join(c->setup, NULL);
-  c->setting_up = false;
+  // Once, whichever of ncclCommGetAsyncError, destroy and abort comes
+  // first (a process that ends without destroying its communicator must
+  // not leave the thread unjoined).
+  if (atomic_exchange(&c->setting_up, false)) pthread_join(c->setup, NULL);
 }
 
 // Checks the arguments of an init and reads the id.
@@ -225,7 +226,7 @@ FAKENCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* out, int size,
     free(job);
     return ncclSystemError;
   }
-  c->setting_up = true;
+  atomic_store(&c->setting_up, true);
   // As NCCL does, the communicator is the user's at once: poll it with
   // ncclCommGetAsyncError, and abort or destroy it whatever happens.
   fakenccl_comm_live();
