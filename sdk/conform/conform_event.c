@@ -4,7 +4,9 @@
 // completes (bounded poll) and makes earlier work visible; synchronize
 // returns (bounded, on a helper thread); re-recording replaces the capture;
 // timing events give non-negative, monotonic elapsed times when the device
-// claims event_timing, and are refused as unsupported when it does not.
+// claims event_timing (and the negative of one backwards), and are refused
+// as unsupported when it does not.
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -193,6 +195,19 @@ static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                           "e0->e1 %.4f ms, e0->e2 %.4f ms, e0->e0 %.4f ms: "
                           "need 0 <= e0->e1 <= e0->e2 and e0->e0 == 0",
                           t01, t02, t00);
+  }
+  // Backwards is the same interval, negative (cudaEventElapsedTime): not
+  // its absolute value, not the order the events were passed in swapped.
+  float t10 = 0;
+  status = accel_event_elapsed_ms(e[1], e[0], &t10);
+  if (status != ACCEL_OK) {
+    return conform_fail_status(ctx, status, "accel_event_elapsed_ms(e1, e0)");
+  }
+  if (!(fabsf(t10 + t01) <= 1e-3f * t01 + 1e-6f) || (t01 > 0 && !(t10 < 0))) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "e1->e0 %.4f ms, e0->e1 %.4f ms: backwards must be "
+                          "the negative of forwards",
+                          t10, t01);
   }
   float t = 0;
   status = accel_event_elapsed_ms(e[0], plain, &t);

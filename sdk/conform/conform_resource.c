@@ -6,6 +6,8 @@
 // - the plugin's own out-of-memory path (an allocation above total memory,
 //   which the core would refuse itself) and free memory that goes down
 //   after an allocation and back after the free;
+// - the properties as query_props gives them, and allocations as large as
+//   asked and as large as `max_alloc_size` promises;
 // - repeated load / use / unload cycles that leave no threads, file
 //   descriptors or heap behind.
 // Through the public API: pinned-memory asynchronous copies, and GEMMs
@@ -177,6 +179,168 @@ static conform_result_t conform_resource_memory(conform_ctx_t* ctx,
                           "OOM above total; free %llu -> %llu -> %llu",
                           (unsigned long long)free0, (unsigned long long)free1,
                           (unsigned long long)free2);
+done:
+  conform_direct_close(&d);
+  return result;
+}
+
+// The properties as the plugin itself reports them: the core shows
+// mem_info's total instead of a `total_memory` of 0, but a foreign core,
+// or a caller of the plugin table, sees what query_props says.
+static conform_result_t conform_resource_props(conform_ctx_t* ctx,
+                                               const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  accel_status_t status = d.ops->query_props(d.device, &props);
+  conform_result_t result;
+  if (status != ACCEL_OK) {
+    result = conform_report(ctx, CONFORM_FAIL, "query_props: %s: %s",
+                            accel_status_string(status), conform_host_message);
+  } else if (props.total_memory == 0 || props.compute_units == 0 ||
+             props.max_threads_per_block == 0) {
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "query_props: total_memory %llu, compute_units "
+                            "%u, max_threads_per_block %u: none may be 0",
+                            (unsigned long long)props.total_memory,
+                            props.compute_units, props.max_threads_per_block);
+  } else if (props.max_alloc_size > props.total_memory) {
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "query_props: max_alloc_size %llu above "
+                            "total_memory %llu",
+                            (unsigned long long)props.max_alloc_size,
+                            (unsigned long long)props.total_memory);
+  } else {
+    result = conform_report(
+        ctx, CONFORM_PASS, "total %llu MiB, %u units, max_alloc_size %llu",
+        (unsigned long long)(props.total_memory >> 20), props.compute_units,
+        (unsigned long long)props.max_alloc_size);
+  }
+  conform_direct_close(&d);
+  return result;
+}
+
+// Writes `size` random bytes to `mem` at `offset` and reads them back.
+static bool conform_direct_roundtrip(conform_ctx_t* ctx, conform_direct_t* d,
+                                     void* mem, size_t offset, size_t size,
+                                     uint64_t* rng, const char* what) {
+  unsigned char* in = conform_alloc(ctx, size);
+  unsigned char* out = conform_alloc(ctx, size);
+  if (in == NULL || out == NULL) {
+    conform_report(ctx, CONFORM_FAIL, "host OOM");
+    return false;
+  }
+  conform_rand_bytes(rng, in, size);
+  accel_status_t status =
+      d->ops->copy_h2d(d->device, NULL, mem, offset, in, size);
+  if (status == ACCEL_OK) {
+    status = d->ops->copy_d2h(d->device, NULL, out, mem, offset, size);
+  }
+  if (status != ACCEL_OK) {
+    conform_report(ctx, CONFORM_FAIL, "%s: %s: %s", what,
+                   accel_status_string(status), conform_host_message);
+    return false;
+  }
+  if (memcmp(in, out, size) != 0) {
+    conform_report(ctx, CONFORM_FAIL, "%s: the data did not come back", what);
+    return false;
+  }
+  return true;
+}
+
+// mem_alloc through the plugin's own table, past the core's caching
+// allocator: two allocations written in full, one after the other, must
+// each keep their own bytes (an allocation smaller than asked overlaps its
+// neighbour), and the largest allocation the properties promise
+// (`max_alloc_size`, or `total_memory` when 0), capped at half the free
+// memory, must succeed with its last page usable.
+static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
+                                               const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  uint64_t rng = ctx->seed + 40;
+  const size_t size = (96u << 10) + 13;
+  void* mem[2] = {NULL, NULL};
+  unsigned char* in[2];
+  // Host memory first, so that an overrun of the device memory (host
+  // memory too, on some devices) lands after it, not in it.
+  unsigned char* out = conform_alloc(ctx, size);
+  in[0] = conform_alloc(ctx, size);
+  in[1] = conform_alloc(ctx, size);
+  accel_status_t status =
+      out && in[0] && in[1] ? ACCEL_OK : ACCEL_ERROR_OUT_OF_MEMORY;
+  for (int i = 0; i < 2 && status == ACCEL_OK; i++) {
+    status = d.ops->mem_alloc(d.device, size, &mem[i]);
+  }
+  for (int i = 0; i < 2 && status == ACCEL_OK; i++) {
+    conform_rand_bytes(&rng, in[i], size);
+    status = d.ops->copy_h2d(d.device, NULL, mem[i], 0, in[i], size);
+  }
+  conform_result_t result = CONFORM_PASS;
+  for (int i = 0; i < 2 && status == ACCEL_OK && result == CONFORM_PASS; i++) {
+    status = d.ops->copy_d2h(d.device, NULL, out, mem[i], 0, size);
+    for (size_t j = 0; status == ACCEL_OK && j < size; j++) {
+      if (out[j] != in[i][j]) {
+        result = conform_report(ctx, CONFORM_FAIL,
+                                "allocation %d of %zu bytes: byte %zu changed "
+                                "when the next one was written (smaller "
+                                "than asked?); both leaked, not freed",
+                                i, size, j);
+        break;
+      }
+    }
+  }
+  if (result != CONFORM_PASS) goto done;  // freeing may corrupt the heap
+  for (int i = 0; i < 2; i++) {
+    if (mem[i] != NULL) d.ops->mem_free(d.device, mem[i]);
+  }
+  if (status != ACCEL_OK) {
+    result =
+        conform_report(ctx, CONFORM_FAIL, "%zu-byte allocations: %s: %s", size,
+                       accel_status_string(status), conform_host_message);
+    goto done;
+  }
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  uint64_t free0 = 0, total = 0;
+  status = d.ops->query_props(d.device, &props);
+  if (status == ACCEL_OK) status = d.ops->mem_info(d.device, &free0, &total);
+  uint64_t limit = props.max_alloc_size ? props.max_alloc_size : total;
+  uint64_t big = (limit < free0 / 2 ? limit : free0 / 2) & ~(uint64_t)4095;
+  void* large = NULL;
+  if (status == ACCEL_OK && big >= 8192) {
+    status = d.ops->mem_alloc(d.device, (size_t)big, &large);
+  }
+  if (status != ACCEL_OK) {
+    result = conform_report(
+        ctx, CONFORM_FAIL,
+        "mem_alloc of %llu bytes (max_alloc_size %llu, "
+        "total %llu, free %llu): %s: %s",
+        (unsigned long long)big, (unsigned long long)props.max_alloc_size,
+        (unsigned long long)total, (unsigned long long)free0,
+        accel_status_string(status), conform_host_message);
+    goto done;
+  }
+  if (large != NULL) {
+    bool ok = conform_direct_roundtrip(ctx, &d, large, (size_t)big - 4096, 4096,
+                                       &rng, "the last page");
+    d.ops->mem_free(d.device, large);
+    if (!ok) {
+      result = CONFORM_FAIL;
+      goto done;
+    }
+  }
+  result = conform_report(ctx, CONFORM_PASS,
+                          "2 x %zu bytes apart; one of %llu MiB (max_alloc "
+                          "%llu MiB, free %llu MiB)",
+                          size, (unsigned long long)(big >> 20),
+                          (unsigned long long)(props.max_alloc_size >> 20),
+                          (unsigned long long)(free0 >> 20));
 done:
   conform_direct_close(&d);
   return result;
@@ -383,6 +547,8 @@ static conform_result_t conform_resource_gemm(conform_ctx_t* ctx,
 
 static const conform_check_t conform_resources[] = {
     {"resource.memory_direct", conform_resource_memory, NULL},
+    {"resource.props_direct", conform_resource_props, NULL},
+    {"resource.alloc_direct", conform_resource_alloc, NULL},
     {"resource.pinned_async", conform_resource_pinned, NULL},
     {"resource.gemm_workspace", conform_resource_gemm, NULL},
     {"resource.load_cycles", conform_resource_cycles, NULL},

@@ -6,9 +6,12 @@
 // rounding them to f32 first lands exactly on the midpoint and a second
 // rounding then goes the wrong way (to even). The i32 values include ties
 // of the target format and integers above 2^24, where i32 -> f32 -> bf16
-// rounds twice. Results are compared bit for bit with the SDK's
-// conversions (<accel/plugin_dtype.h>).
+// rounds twice. f32 casts must round to nearest even from f32 values on
+// and next to the midpoints (not truncate). Results are compared bit for
+// bit with the SDK's conversions (<accel/plugin_dtype.h>). And a sum of
+// f16 (bf16) values must not accumulate in f16 (bf16).
 #include <accel/plugin_dtype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -162,6 +165,109 @@ static conform_result_t conform_round_cast(conform_ctx_t* ctx,
   return conform_report(ctx, CONFORM_PASS, "%zu integers at ties", n);
 }
 
+// f32 -> f16 (bf16) casts from f32 values ON a midpoint (to even) and one
+// f32 ulp either side of it (to the nearer neighbour): a conversion that
+// truncates the mantissa, or rounds ties away from zero, gets them wrong
+// by one unit in the last place, within the ops' tolerance.
+static conform_result_t conform_round_cast_f32(conform_ctx_t* ctx,
+                                               const void* arg) {
+  bool bf16 = arg != NULL;
+  accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
+  if (!conform_round_claimed(ctx, bf16)) return CONFORM_UNSUPPORTED;
+  double values[CONFORM_TIES];
+  float in[CONFORM_TIES];
+  uint16_t want[CONFORM_TIES];
+  size_t n = conform_tie_values(bf16, values);
+  for (size_t i = 0; i < n; i++) {
+    float mid = (float)values[i];  // the delta is below an f32 ulp
+    int k = (int)(i / 2) % 3;      // above, below, on the midpoint
+    in[i] = k == 0   ? nextafterf(mid, mid > 0 ? INFINITY : -INFINITY)
+            : k == 1 ? nextafterf(mid, 0.0f)
+                     : mid;
+    want[i] =
+        bf16 ? accel_plugin_f32_to_bf16(in[i]) : accel_plugin_f32_to_f16(in[i]);
+    values[i] = in[i];
+  }
+  accel_stream_t* stream = NULL;
+  accel_buffer_t *src = NULL, *dst = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK)
+    status = conform_buffer(ctx, ctx->device, n * 4, &src);
+  if (status == ACCEL_OK)
+    status = conform_buffer(ctx, ctx->device, n * 2, &dst);
+  if (status == ACCEL_OK) status = accel_buffer_write(src, 0, in, n * 4);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  status = accel_op_cast(stream, dst, 0, dtype, src, 0, ACCEL_DTYPE_F32, n);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_cast: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_cast");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_cast");
+  if (!conform_round_compare(ctx, dst, want, values, NULL, n,
+                             bf16 ? "f32 -> bf16 cast" : "f32 -> f16 cast")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%zu values on and one f32 ulp off midpoints", n);
+}
+
+enum { CONFORM_SUM_COUNT = 65537 };
+
+// A sum of 65537 values in [0, 1), about 32768: accumulated in f16 (bf16)
+// itself, the partial sum stops growing near 2048 (256), where a value
+// below 1 is less than half its last place. plugin.h asks for at least f32
+// accumulation; the tolerance is the ops' one for sum (docs/ops.md).
+static conform_result_t conform_round_sum(conform_ctx_t* ctx, const void* arg) {
+  bool bf16 = arg != NULL;
+  accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
+  if (!conform_round_claimed(ctx, bf16)) return CONFORM_UNSUPPORTED;
+  uint16_t* x = conform_alloc(ctx, CONFORM_SUM_COUNT * 2);
+  if (x == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  uint64_t rng = ctx->seed + 30;
+  double want = 0;
+  for (size_t i = 0; i < CONFORM_SUM_COUNT; i++) {
+    double v = conform_rand_range(&rng, 0.0, 1.0);
+    x[i] = bf16 ? accel_plugin_f64_to_bf16(v) : accel_plugin_f64_to_f16(v);
+    want +=
+        bf16 ? accel_plugin_bf16_to_f32(x[i]) : accel_plugin_f16_to_f32(x[i]);
+  }
+  accel_stream_t* stream = NULL;
+  accel_buffer_t *src = NULL, *dst = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) {
+    status = conform_buffer(ctx, ctx->device, CONFORM_SUM_COUNT * 2, &src);
+  }
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, 2, &dst);
+  if (status == ACCEL_OK) {
+    status = accel_buffer_write(src, 0, x, CONFORM_SUM_COUNT * 2);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  status = accel_op_sum(stream, dst, 0, src, 0, dtype, CONFORM_SUM_COUNT);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_sum: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_sum");
+  status = conform_stream_wait(ctx, stream);
+  uint16_t got = 0;
+  if (status == ACCEL_OK) status = accel_buffer_read(dst, 0, &got, 2);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_sum");
+  double g =
+      bf16 ? accel_plugin_bf16_to_f32(got) : accel_plugin_f16_to_f32(got);
+  double tol = bf16 ? 3e-2 : 4e-3;
+  if (!(fabs(g - want) <= tol * want)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "%s sum of %d values in [0, 1) gave %.9g, expected "
+                          "%.9g (error %.3g > %.3g; accumulated in %s?)",
+                          bf16 ? "bf16" : "f16", CONFORM_SUM_COUNT, g, want,
+                          fabs(g - want) / want, tol, bf16 ? "bf16" : "f16");
+  }
+  return conform_report(ctx, CONFORM_PASS, "%d values: %.9g, expected %.9g",
+                        CONFORM_SUM_COUNT, g, want);
+}
+
 static const int conform_bf16 = 1;
 
 static const conform_check_t conform_rounds[] = {
@@ -169,6 +275,10 @@ static const conform_check_t conform_rounds[] = {
     {"round.fill.bf16", conform_round_fill, &conform_bf16},
     {"round.cast_i32.f16", conform_round_cast, NULL},
     {"round.cast_i32.bf16", conform_round_cast, &conform_bf16},
+    {"round.cast_f32.f16", conform_round_cast_f32, NULL},
+    {"round.cast_f32.bf16", conform_round_cast_f32, &conform_bf16},
+    {"round.sum.f16", conform_round_sum, NULL},
+    {"round.sum.bf16", conform_round_sum, &conform_bf16},
 };
 
 const conform_check_t* conform_round_checks(size_t* out_count) {

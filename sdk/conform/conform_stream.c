@@ -2,8 +2,9 @@
 //
 // Stream checks: in-order execution of a dependent chain, two streams
 // making progress independently, a cross-stream wait on an event recorded
-// after heavy work, query, synchronize and many streams at once. Waits are
-// bounded (--timeout), so a stream that never drains fails its check.
+// after heavy work, query, synchronize, a release that waits for the work,
+// and many streams at once. Waits are bounded (--timeout), so a stream that
+// never drains fails its check.
 #include <stdio.h>
 #include <string.h>
 
@@ -223,6 +224,27 @@ static conform_result_t conform_stream_sync_check(conform_ctx_t* ctx,
                         "synchronize returned after the work completed");
 }
 
+// Releasing the last reference waits for the stream's pending work
+// (accel.h): a dependent chain, the read back to the host last, must have
+// landed when the release returns, not be dropped with the stream.
+static conform_result_t conform_stream_release_waits(conform_ctx_t* ctx,
+                                                     const void* arg) {
+  (void)arg;
+  uint64_t rng = ctx->seed + 14;
+  accel_stream_t* stream = NULL;  // not tracked: released by the check
+  accel_status_t status = accel_stream_create(ctx->device, 0, &stream);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "stream");
+  conform_chain_t chain;
+  conform_result_t r = conform_chain_start(ctx, stream, &rng, &chain);
+  accel_stream_release(stream);
+  if (r != CONFORM_PASS) return r;
+  if (conform_chain_check(ctx, &chain, "after the release") != CONFORM_PASS) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "the release returned after the work completed");
+}
+
 #define CONFORM_MANY_STREAMS 16
 
 static conform_result_t conform_stream_many(conform_ctx_t* ctx,
@@ -260,6 +282,7 @@ static const conform_check_t conform_streams[] = {
     {"stream.wait_event", conform_stream_wait_event, NULL},
     {"stream.query", conform_stream_query, NULL},
     {"stream.synchronize", conform_stream_sync_check, NULL},
+    {"stream.release_waits", conform_stream_release_waits, NULL},
     {"stream.many", conform_stream_many, NULL},
 };
 
