@@ -2,9 +2,11 @@
 //
 // The CUDA plugin on the test-only driver (libfakecuda and libfakecublas,
 // named by ACCEL_CUDA_DRIVER and ACCEL_CUDA_CUBLAS in tests/cuda/
-// CMakeLists.txt), through the public API: properties, an asynchronous
-// fault, device OOM, a module without code for the device, PTX too new
-// for the driver, a JIT error with its log, and GEMM without cuBLAS. This
+// CMakeLists.txt), through the public API: properties and an asynchronous
+// fault (tests/stand_in/stand_in_device_tests.h, shared with ROCm),
+// rounding and sums as the GPU's kernels do them, device OOM, a module
+// without code for the device, PTX too new for the driver, a JIT error with
+// its log, and GEMM without cuBLAS. This
 // checks the plugin's plumbing, not NVIDIA hardware. Tests that need a
 // FAKECUDA_* setting skip without it; CMakeLists.txt runs each with it.
 #include <accel/accel.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stand_in/stand_in_device_tests.h"
 #include "test.h"
 
 extern const unsigned char test_vadd_ptx[];
@@ -31,92 +34,6 @@ static accel_device_t* open_gpu(void) {
     printf("  cuda:0: %s\n", accel_last_error());
   }
   return device;
-}
-
-// Fills 1024 f32 on a new stream and synchronises; returns the status.
-static accel_status_t fill_once(accel_device_t* device) {
-  accel_stream_t* stream = NULL;
-  accel_buffer_t* buffer = NULL;
-  accel_status_t st = accel_stream_create(device, 0, &stream);
-  if (!st) st = accel_buffer_create(device, 4096, &buffer);
-  if (!st) st = accel_op_fill(stream, buffer, 0, ACCEL_DTYPE_F32, 1024, 2.0);
-  if (!st) st = accel_stream_synchronize(stream);
-  float v = 0;
-  if (!st) st = accel_buffer_read(buffer, 4092, &v, sizeof(v));
-  if (!st && v != 2.0f) st = ACCEL_ERROR_INTERNAL;
-  accel_buffer_release(buffer);
-  accel_stream_release(stream);
-  return st;
-}
-
-TEST(fake_props) {
-  if (env_is("FAKECUDA_ARCH", NULL)) SKIP("FAKECUDA_ARCH is set");
-  accel_device_t* device = open_gpu();
-  ASSERT_NOT_NULL(device);
-  accel_device_info_t info;
-  memset(&info, 0, sizeof(info));
-  info.struct_size = sizeof(info);
-  ASSERT_OK(accel_device_query_info(device, &info));
-  ASSERT_STR_EQ(info.backend, "cuda");
-  ASSERT_STR_EQ(info.vendor, "NVIDIA");
-  ASSERT_STR_EQ(info.name, "Fake NVIDIA H100");
-  ASSERT_STR_EQ(info.arch, "sm_90");
-  ASSERT_STR_EQ(info.module_target, "cuda-sm_90");
-  ASSERT_STR_EQ(info.driver_version, "CUDA 13.0");
-  ASSERT_STR_EQ(info.pci_bus_id, "0000:18:00.0");
-  ASSERT_STR_CONTAINS(info.features, "cc=9.0");
-  ASSERT_EQ(info.compute_units, 132);
-  ASSERT_EQ(info.max_threads_per_block, 1024);
-  ASSERT_EQ(info.simd_width, 32);
-  ASSERT_EQ(info.total_memory, (uint64_t)8 << 30);
-  ASSERT_MEM_EQ(info.uuid, "fakecuda", 8);
-  // ABI 1.3 properties: the whole memory, the opt-in shared memory limit,
-  // any offset, the driver's grid limits, the platform.
-  ASSERT_EQ(info.max_alloc_size, (uint64_t)8 << 30);
-  ASSERT_EQ(info.max_shared_mem_bytes, 232448);
-  ASSERT_EQ(info.buffer_offset_alignment, 0);
-  ASSERT_EQ(info.max_grid[0], 0x7fffffff);
-  ASSERT_EQ(info.max_grid[1], 65535);
-  ASSERT_EQ(info.max_grid[2], 65535);
-  ASSERT_STR_EQ(info.platform, "NVIDIA CUDA 13.0");
-  accel_device_caps_t want =
-      ACCEL_DEVICE_CAP_F16 | ACCEL_DEVICE_CAP_BF16 | ACCEL_DEVICE_CAP_TF32 |
-      ACCEL_DEVICE_CAP_PINNED_MEMORY | ACCEL_DEVICE_CAP_EVENT_TIMING |
-      ACCEL_DEVICE_CAP_KERNELS;
-  ASSERT_EQ(info.caps & want, want);
-  accel_device_release(device);
-}
-
-TEST(fake_async_fault_is_device_lost) {
-  if (env_is("FAKECUDA_ARCH", NULL)) SKIP("FAKECUDA_ARCH is set");
-  accel_device_t* device = open_gpu();
-  ASSERT_NOT_NULL(device);
-  accel_stream_t* stream = NULL;
-  ASSERT_OK(accel_stream_create(device, 0, &stream));
-  accel_buffer_t* buffer = NULL;
-  ASSERT_OK(accel_buffer_create(device, 4096, &buffer));
-  // The fake reads FAKECUDA_FAULT at each launch: the fill is queued fine
-  // and its fault shows at the next synchronisation, as on a GPU.
-  setenv("FAKECUDA_FAULT", "accel_cuda_fill_f32", 1);
-  accel_status_t launched =
-      accel_op_fill(stream, buffer, 0, ACCEL_DTYPE_F32, 1024, 1.0);
-  unsetenv("FAKECUDA_FAULT");
-  ASSERT_OK(launched);
-  ASSERT_EQ(accel_stream_synchronize(stream), ACCEL_ERROR_DEVICE_LOST);
-  printf("  %s\n", accel_last_error());
-  ASSERT_STR_CONTAINS(accel_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS");
-  ASSERT_STR_CONTAINS(accel_last_error(), "cuStreamSynchronize");
-  // Sticky: the context stays lost for later work.
-  ASSERT_EQ(accel_op_fill(stream, buffer, 0, ACCEL_DTYPE_F32, 1, 1.0),
-            ACCEL_ERROR_DEVICE_LOST);
-  accel_buffer_release(buffer);
-  accel_stream_release(stream);
-  accel_device_release(device);
-  // The last release of the primary context ends it; a new one works.
-  device = open_gpu();
-  ASSERT_NOT_NULL(device);
-  ASSERT_OK(fill_once(device));
-  accel_device_release(device);
 }
 
 // Reads `count` elements of `bytes` bytes from `b` after `run` (an op on
@@ -221,10 +138,10 @@ TEST(fake_no_binary_for_gpu) {
   ASSERT_STR_EQ(info.arch, "sm_70");
   ASSERT_EQ(info.caps & ACCEL_DEVICE_CAP_BF16, 0);
   // The fatbin has SASS for sm_75 and newer and PTX for sm_120 only.
-  ASSERT_EQ(fill_once(device), ACCEL_ERROR_UNSUPPORTED);
+  ASSERT_EQ(stand_in_fill_once(device), ACCEL_ERROR_UNSUPPORTED);
   printf("  %s\n", accel_last_error());
   ASSERT_STR_CONTAINS(accel_last_error(), "module has no code for sm_70");
-  ASSERT_EQ(fill_once(device), ACCEL_ERROR_UNSUPPORTED);  // remembered
+  ASSERT_EQ(stand_in_fill_once(device), ACCEL_ERROR_UNSUPPORTED);  // remembered
   ASSERT_STR_CONTAINS(accel_last_error(), "see the first op's error");
   accel_device_release(device);
 }
@@ -240,7 +157,7 @@ TEST(fake_ptx_newer_than_driver) {
   printf("  %s\n", accel_last_error());
   ASSERT_STR_CONTAINS(accel_last_error(), "PTX ISA 9.0");
   ASSERT_STR_CONTAINS(accel_last_error(), "driver CUDA 13.0");
-  ASSERT_OK(fill_once(device));  // the ops run from SASS
+  ASSERT_OK(stand_in_fill_once(device));  // the ops run from SASS
   accel_device_release(device);
 }
 
@@ -293,7 +210,7 @@ TEST(fake_gemm_without_cublas) {
   ASSERT_STR_CONTAINS(accel_last_error(), "No such file");
   accel_buffer_release(buffer);
   accel_stream_release(stream);
-  ASSERT_OK(fill_once(device));  // everything else works
+  ASSERT_OK(stand_in_fill_once(device));  // everything else works
   accel_device_release(device);
 }
 

@@ -1,89 +1,74 @@
 // SPDX-License-Identifier: MIT
 //
-// Stream and event controls of the CUDA plugin reaching the driver
-// (libfakecuda through ACCEL_CUDA_DRIVER): the priority range is the
-// driver's, a stream's priority reaches cuStreamCreateWithPriority
-// (clamped by the core first), ACCEL_EVENT_BLOCKING_SYNC reaches
-// cuEventCreate as CU_EVENT_BLOCKING_SYNC, and host functions go through
-// cuLaunchHostFunc in stream order. The native handles come from
-// accel_stream_query_native/accel_event_query_native; the fake's
-// test-only accessors (fakecuda_stream_priority, fakecuda_event_flags,
-// fakecuda_host_func_count) read what the driver got; a host function
-// behind faulting work is never called. This checks the plugin's use of
-// the API, not NVIDIA hardware.
+// Stream and event controls of a GPU plugin reaching its stand-in driver
+// (cuda_fake_control, rocm_fake_control; the adapter is stand_in.h): the
+// priority range is the driver's, a stream's priority reaches
+// cuStreamCreateWithPriority/hipStreamCreateWithPriority (clamped by the
+// core first), ACCEL_EVENT_BLOCKING_SYNC reaches cuEventCreate/
+// hipEventCreateWithFlags as the driver's blocking-sync flag, and host
+// functions go through cuLaunchHostFunc/hipLaunchHostFunc in stream order.
+// The native handles come from accel_stream_query_native and
+// accel_event_query_native; the stand-in's test-only accessors read what
+// the driver got. A host function behind faulting work is never called.
+// This checks the plugins' use of the APIs, not GPU hardware.
 #include <accel/accel.h>
 #include <accel/interop.h>
-#include <cuda.h>
-#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "stand_in/stand_in.h"
 #include "test.h"
 
-// The fake's test-only accessors, from the library the plugin loaded.
-static struct {
-  bool (*stream_priority)(CUstream s, int* out);
-  unsigned (*event_flags)(CUevent e);
-  unsigned long (*host_funcs)(void);
-} fake;
-
-static bool fake_open(void) {
-  const char* path = getenv("ACCEL_CUDA_DRIVER");
-  void* lib = path != NULL ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-  if (lib == NULL) return false;
-  void* sym[3] = {dlsym(lib, "fakecuda_stream_priority"),
-                  dlsym(lib, "fakecuda_event_flags"),
-                  dlsym(lib, "fakecuda_host_func_count")};
-  for (int i = 0; i < 3; i++) {
-    if (sym[i] == NULL) return false;
-  }
-  memcpy(&fake.stream_priority, &sym[0], sizeof(sym[0]));
-  memcpy(&fake.event_flags, &sym[1], sizeof(sym[1]));
-  memcpy(&fake.host_funcs, &sym[2], sizeof(sym[2]));
-  return true;
-}
-
-#define OPEN(device)                                        \
-  do {                                                      \
-    if (!fake_open()) SKIP("needs ACCEL_CUDA_DRIVER=fake"); \
-    ASSERT_OK(accel_device_open("cuda:0", &(device)));      \
+#define OPEN(fake, device)                                          \
+  do {                                                              \
+    (fake) = stand_in_open();                                       \
+    if ((fake) == NULL) {                                           \
+      SKIP("needs %s=<stand-in>", stand_in_backend.driver_env);     \
+    }                                                               \
+    ASSERT_OK(accel_device_open(stand_in_uri(fake, 0), &(device))); \
   } while (0)
 
-TEST(fake_stream_priority_reaches_driver) {
+TEST(stream_priority_reaches_driver) {
+  const stand_in_t* fake = NULL;
   accel_device_t* d = NULL;
-  OPEN(d);
-  int32_t least = 1, greatest = 1;
+  OPEN(fake, d);
+  int32_t least = 99, greatest = 99;
   ASSERT_OK(accel_device_stream_priority_range(d, &least, &greatest));
-  ASSERT_EQ(least, 0);
-  ASSERT_EQ(greatest, -5);
-  static const int32_t asked[] = {-3, -40, 9};
-  static const int32_t got[] = {-3, -5, 0};
-  for (int i = 0; i < 3; i++) {
+  ASSERT_EQ(least, fake->priority_least);
+  ASSERT_EQ(greatest, fake->priority_greatest);
+  // Inside, on and beyond either end of both drivers' ranges; the core
+  // clamps to [greatest, least].
+  static const int32_t asked[] = {-40, -9, -5, -3, -1, 0, 1, 5, 9};
+  for (size_t i = 0; i < sizeof(asked) / sizeof(asked[0]); i++) {
+    int32_t want = asked[i] < greatest ? greatest
+                   : asked[i] > least  ? least
+                                       : asked[i];
     accel_stream_t* s = NULL;
     ASSERT_OK(accel_stream_create_with_priority(d, 0, asked[i], &s));
-    ASSERT_EQ(accel_stream_priority(s), got[i]);
+    ASSERT_EQ(accel_stream_priority(s), want);
     uint64_t native = 0;
     ASSERT_OK(accel_stream_query_native(s, &native));
     int priority = 99;
-    ASSERT(fake.stream_priority((CUstream)(uintptr_t)native, &priority));
-    ASSERT_EQ(priority, got[i]);
+    ASSERT(fake->stream_priority(native, &priority));
+    ASSERT_EQ(priority, want);
     accel_stream_release(s);
   }
   accel_device_release(d);
 }
 
-TEST(fake_blocking_sync_reaches_driver) {
+TEST(blocking_sync_reaches_driver) {
+  const stand_in_t* fake = NULL;
   accel_device_t* d = NULL;
-  OPEN(d);
+  OPEN(fake, d);
   static const accel_event_flags_t flags[] = {
       0, ACCEL_EVENT_BLOCKING_SYNC, ACCEL_EVENT_TIMING,
       ACCEL_EVENT_TIMING | ACCEL_EVENT_BLOCKING_SYNC};
-  static const unsigned want[] = {
-      CU_EVENT_DISABLE_TIMING, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC,
-      CU_EVENT_DEFAULT, CU_EVENT_BLOCKING_SYNC};
+  const unsigned blocking = fake->event_blocking_sync;
+  const unsigned untimed = fake->event_disable_timing;
+  const unsigned want[] = {untimed, untimed | blocking, 0, blocking};
   accel_stream_t* s = NULL;
   ASSERT_OK(accel_stream_create(d, 0, &s));
   for (int i = 0; i < 4; i++) {
@@ -91,7 +76,7 @@ TEST(fake_blocking_sync_reaches_driver) {
     ASSERT_OK(accel_event_create(d, flags[i], &e));
     uint64_t native = 0;
     ASSERT_OK(accel_event_query_native(e, &native));
-    ASSERT_EQ(fake.event_flags((CUevent)(uintptr_t)native), want[i]);
+    ASSERT_EQ(fake->event_flags(native), want[i]);
     ASSERT_OK(accel_event_record(e, s));
     ASSERT_OK(accel_event_synchronize(e));
     accel_event_release(e);
@@ -123,9 +108,10 @@ static void probe_fn(void* user) {
 
 static void count_fn(void* user) { atomic_fetch_add((atomic_int*)user, 1); }
 
-TEST(fake_host_func_in_stream_order) {
+TEST(host_func_in_stream_order) {
+  const stand_in_t* fake = NULL;
   accel_device_t* d = NULL;
-  OPEN(d);
+  OPEN(fake, d);
   accel_stream_t* s = NULL;
   accel_buffer_t* b = NULL;
   accel_event_t* after = NULL;
@@ -137,7 +123,7 @@ TEST(fake_host_func_in_stream_order) {
   static probe_t p;
   memset(&p, 0, sizeof(p));
   p.data = (const uint32_t*)(uintptr_t)address;
-  unsigned long before = fake.host_funcs();
+  unsigned long before = fake->host_func_count();
   const uint32_t first = 0x11111111u, second = 0x22222222u;
   ASSERT_OK(accel_stream_write_buffer(s, b, 0, &first, 4));
   ASSERT_OK(accel_stream_launch_host_func(s, probe_fn, &p));
@@ -155,9 +141,10 @@ TEST(fake_host_func_in_stream_order) {
   ASSERT_OK(accel_stream_synchronize(s));
   ASSERT_EQ(p.data[0], second);
   ASSERT_EQ(atomic_load(&p.calls), 1);
-  // Many, on a priority stream too; each reaches cuLaunchHostFunc.
+  // Many, on the most urgent stream too; each reaches the driver.
   accel_stream_t* urgent = NULL;
-  ASSERT_OK(accel_stream_create_with_priority(d, 0, -5, &urgent));
+  ASSERT_OK(accel_stream_create_with_priority(d, 0, fake->priority_greatest,
+                                              &urgent));
   static atomic_int count;
   atomic_store(&count, 0);
   for (int i = 0; i < 500; i++) {
@@ -166,7 +153,7 @@ TEST(fake_host_func_in_stream_order) {
   }
   ASSERT_OK(accel_device_synchronize(d));
   ASSERT_EQ(atomic_load(&count), 500);
-  ASSERT_EQ(fake.host_funcs() - before, 501);
+  ASSERT_EQ(fake->host_func_count() - before, 501);
   ASSERT_STATUS(accel_stream_launch_host_func(s, NULL, NULL),
                 ACCEL_ERROR_INVALID_ARGUMENT);
   accel_stream_release(urgent);
@@ -176,26 +163,32 @@ TEST(fake_host_func_in_stream_order) {
   accel_device_release(d);
 }
 
-// Last: the fault leaves the primary context lost until its release. A
-// host function behind faulting work is never called (cuLaunchHostFunc's
+// Last: the fault leaves the device lost until its release. A host
+// function behind faulting work is never called (cuLaunchHostFunc's
 // contract): refused at enqueue if the fault came first, else skipped.
-TEST(fake_host_func_not_called_after_fault) {
+TEST(host_func_not_called_after_fault) {
+  const stand_in_t* fake = stand_in_open();
+  if (fake != NULL && !fake->host_funcs_stop_at_fault) {
+    SKIP("%s runs host functions behind a fault", fake->driver_env);
+  }
   accel_device_t* d = NULL;
-  OPEN(d);
+  OPEN(fake, d);
   accel_stream_t* s = NULL;
   accel_buffer_t* b = NULL;
   ASSERT_OK(accel_stream_create(d, 0, &s));
   ASSERT_OK(accel_buffer_create(d, 4096, &b));
   static atomic_int ran;
   atomic_store(&ran, 0);
-  // The fake reads FAKECUDA_FAULT at each launch (see test_fakecuda.c).
-  setenv("FAKECUDA_FAULT", "accel_cuda_fill_f32", 1);
+  // The stand-in reads its fault variable at each launch (libfakecuda) or
+  // when the kernel runs (libfakehip): set until the stream is done.
+  setenv(fake->fault_env, fake->fill_kernel, 1);
   accel_status_t launched = accel_op_fill(s, b, 0, ACCEL_DTYPE_F32, 1024, 1.0);
-  unsetenv("FAKECUDA_FAULT");
-  ASSERT_OK(launched);
   accel_status_t queued = accel_stream_launch_host_func(s, count_fn, &ran);
+  accel_status_t synced = accel_stream_synchronize(s);
+  unsetenv(fake->fault_env);
+  ASSERT_OK(launched);
   ASSERT(queued == ACCEL_OK || queued == ACCEL_ERROR_DEVICE_LOST);
-  ASSERT_EQ(accel_stream_synchronize(s), ACCEL_ERROR_DEVICE_LOST);
+  ASSERT_EQ(synced, ACCEL_ERROR_DEVICE_LOST);
   ASSERT_EQ(atomic_load(&ran), 0);
   accel_buffer_release(b);
   accel_stream_release(s);

@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: MIT
 //
-// The cuBLAS workspace lent by the core (plugin ABI 1.2), on the test-only
-// driver (libfakecuda, libfakecublas; tests/cuda/CMakeLists.txt names them
-// through ACCEL_CUDA_DRIVER and ACCEL_CUDA_CUBLAS): a GEMM's workspace is a
-// block of the core's caching allocator on the GEMM's stream, so it shows
-// in the memory statistics, is reused by the stream's next GEMM, is not
-// taken by another stream, goes with empty-cache, reaches cuBLAS
-// (fakecublas_last_workspace), and an out-of-memory says it was the GEMM's
-// workspace. The plugin is also driven directly, as a core of ABI 1.1
-// would (a 144-byte GEMM struct, no workspace): it then allocates its
-// own. Tests that need a FAKECUDA_MEMORY value skip without it;
-// CMakeLists.txt runs each with it.
+// The BLAS workspace lent by the core (plugin ABI 1.2) on a GPU stand-in
+// (cuda_fake_workspace* with libfakecublas, rocm_fake_workspace* with
+// libfakehip's rocBLAS; the adapter is stand_in.h): a GEMM's workspace is
+// a block of the core's caching allocator on the GEMM's stream, so it
+// shows in the memory statistics, is reused by the stream's next GEMM, is
+// not taken by another stream, goes with empty-cache and reaches the BLAS
+// (the stand-in's last-workspace record); k == 0 asks for none; an
+// out-of-memory says it was the GEMM's workspace; a strided-batched GEMM
+// is one BLAS call with one workspace. Without a BLAS (ROCm's
+// ACCEL_ROCM_BLAS=none) the plugin's tiled kernel runs and nothing is lent;
+// with a workspace the BLAS finds too small (FAKEHIP_ROCBLAS_NEED) the
+// plugin hands it back to BLAS-managed memory. The CUDA plugin is also
+// driven directly, as a core of ABI 1.1 would (a 144-byte GEMM struct, no
+// workspace): it then allocates its own. Tests that need a setting skip
+// without it (or where the stand-in has no such knob); the backends'
+// CMakeLists.txt run each with it.
 #include <accel/accel.h>
 #include <accel/plugin.h>
 #include <dlfcn.h>
@@ -19,21 +24,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stand_in/stand_in.h"
 #include "test.h"
-#include "test_host.h"
 #include "test_gemm_workspace.h"
+#include "test_host.h"
 
-// fakecublas_last_workspace from the libfakecublas the plugin loads.
-static last_workspace_fn_t last_workspace(void** out_lib) {
-  return last_workspace_from("ACCEL_CUDA_CUBLAS", "fakecublas_last_workspace",
-                             out_lib);
-}
+// The stand-in into `fake` and its BLAS's record into `last`, from the
+// library `blas_env` names (the one the plugin loads, so the same object;
+// the test dlclose()s `lib`), or skips.
+#define OPEN_BLAS(fake, last, lib)                                        \
+  do {                                                                    \
+    (fake) = stand_in_open();                                             \
+    if ((fake) == NULL) {                                                 \
+      SKIP("%s does not name the stand-in", stand_in_backend.driver_env); \
+    }                                                                     \
+    (last) = last_workspace_from((fake)->blas_env,                        \
+                                 (fake)->last_workspace_symbol, &(lib));  \
+    ASSERT_NOT_NULL(last);                                                \
+  } while (0)
 
-// The workspace the plugin asks for on the fake device (FAKECUDA_ARCH,
-// default 90): 32 MiB on sm_90 and newer, 4 MiB before.
-static uint64_t expected_workspace(void) {
-  const char* arch = getenv("FAKECUDA_ARCH");
-  return (arch == NULL || atoi(arch) >= 90) ? 32 * MIB : 4 * MIB;
+// The device memory cap the stand-in runs with (its `memory_env`), or 0.
+static uint64_t memory_cap(const stand_in_t* fake) {
+  const char* v = fake->memory_env != NULL ? getenv(fake->memory_env) : NULL;
+  return v != NULL ? strtoull(v, NULL, 10) : 0;
 }
 
 // Free device memory as the driver counts it.
@@ -45,29 +58,29 @@ static uint64_t driver_free(accel_device_t* device) {
                                                             : 0;
 }
 
-static accel_status_t setup(accel_device_t** device, accel_buffer_t** ab,
-                            accel_buffer_t** c, size_t c_size) {
-  accel_status_t st = accel_device_open("cuda:0", device);
-  if (st != ACCEL_OK) {
-    printf("  cuda:0: %s\n", accel_last_error());
-    return st;
-  }
-  st = accel_buffer_create(*device, 64, ab);
+static accel_status_t setup(const stand_in_t* fake, accel_device_t** device,
+                            accel_buffer_t** ab, accel_buffer_t** c,
+                            size_t c_size) {
+  accel_status_t st = accel_device_open(stand_in_uri(fake, 0), device);
+  if (!st) st = accel_buffer_create(*device, 64, ab);
   if (!st) st = accel_buffer_write(*ab, 0, kAB, sizeof(kAB));
   if (!st) st = accel_buffer_create(*device, c_size, c);
   if (!st) st = accel_buffer_fill(*c, 0, 0, c_size);
+  if (st) printf("  %s: %s\n", stand_in_uri(fake, 0), accel_last_error());
   return st;
 }
 
-TEST(fake_gemm_workspace_from_core) {
-  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+TEST(gemm_workspace_from_core) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
   void* lib = NULL;
-  last_workspace_fn_t last = last_workspace(&lib);
-  ASSERT_NOT_NULL(last);
-  uint64_t ws = expected_workspace();
+  OPEN_BLAS(fake, last, lib);
+  if (memory_cap(fake) != 0) SKIP("%s is set", fake->memory_env);
+  if (!fake->blas_on()) SKIP("GEMMs do not go to the BLAS");
+  uint64_t ws = fake->expected_workspace();
   accel_device_t* device = NULL;
   accel_buffer_t *ab = NULL, *c = NULL;
-  ASSERT_OK(setup(&device, &ab, &c, 64));
+  ASSERT_OK(setup(fake, &device, &ab, &c, 64));
   accel_stream_t *s1 = NULL, *s2 = NULL;
   ASSERT_OK(accel_stream_create(device, 0, &s1));
   ASSERT_OK(accel_stream_create(device, 0, &s2));
@@ -77,7 +90,7 @@ TEST(fake_gemm_workspace_from_core) {
   last(NULL, NULL, &gemms0);
 
   // The first GEMM on s1: a new segment of exactly the workspace, handed
-  // back (no longer allocated) but cached, and given to cuBLAS.
+  // back (no longer allocated) but cached, and given to the BLAS.
   accel_gemm_t g = small_gemm(ab, c, 0, 3);
   ASSERT_OK(accel_op_gemm(s1, &g));
   accel_memory_stats_t m1 = stats_of(device);
@@ -95,7 +108,7 @@ TEST(fake_gemm_workspace_from_core) {
   ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
   ASSERT_EQ(m1.active_blocks, m0.active_blocks);
   ASSERT_GE(m1.allocated_bytes_peak, m0.allocated_bytes + ws);
-  // The device memory cuBLAS got is that segment: the plugin allocated
+  // The device memory the BLAS got is that segment: the plugin allocated
   // nothing of its own (it does only for a core that lends none).
   ASSERT_EQ(free0 - driver_free(device), ws);
 
@@ -109,6 +122,7 @@ TEST(fake_gemm_workspace_from_core) {
   ASSERT_EQ(ptr, ptr1);
   ASSERT_EQ(size, ws);
   ASSERT_EQ(m2.cache_hits, m1.cache_hits + 1);
+  ASSERT_EQ(m2.cache_misses, m1.cache_misses);
   ASSERT_EQ(m2.raw_allocs, m1.raw_allocs);
   ASSERT_EQ(m2.reserved_bytes, m1.reserved_bytes);
 
@@ -122,7 +136,8 @@ TEST(fake_gemm_workspace_from_core) {
   ASSERT_EQ(m3.raw_allocs, m2.raw_allocs + 1);
   ASSERT_EQ(m3.reserved_bytes, m2.reserved_bytes + ws);
 
-  // k == 0 is the scale kernel: no cuBLAS, no workspace.
+  // k == 0 is the plugin's scale kernel (C = beta C): no BLAS, no
+  // workspace.
   g = small_gemm(ab, c, 48, 0);
   ASSERT_OK(accel_op_gemm(s2, &g));
   accel_memory_stats_t m4 = stats_of(device);
@@ -150,10 +165,10 @@ TEST(fake_gemm_workspace_from_core) {
 }
 
 // Threads enqueueing GEMMs on one stream at once: the plugin must not let
-// one thread's cublasSetWorkspace land between another's and its
-// cublasGemmEx (TSan sees the fake handle's fields raced otherwise: 200
-// GEMMs a thread made it report every time when the lock was left out),
-// and each result must be right.
+// one thread's set-workspace land between another's and its GEMM (TSan
+// saw libfakecublas's handle fields raced otherwise: 200 GEMMs a thread
+// made it report every time when the CUDA plugin's lock was left out), and
+// each result must be right.
 #define THREADS 4
 #define GEMMS_PER_THREAD 200
 
@@ -174,11 +189,16 @@ static void* worker_run(void* arg) {
   return NULL;
 }
 
-TEST(fake_gemm_workspace_threads_one_stream) {
-  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+TEST(gemm_workspace_threads_one_stream) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
+  void* lib = NULL;
+  OPEN_BLAS(fake, last, lib);
+  if (memory_cap(fake) != 0) SKIP("%s is set", fake->memory_env);
+  if (!fake->blas_on()) SKIP("GEMMs do not go to the BLAS");
   accel_device_t* device = NULL;
   accel_buffer_t *ab = NULL, *c = NULL;
-  ASSERT_OK(setup(&device, &ab, &c, 16 * THREADS));
+  ASSERT_OK(setup(fake, &device, &ab, &c, 16 * THREADS));
   accel_stream_t* stream = NULL;
   ASSERT_OK(accel_stream_create(device, 0, &stream));
   accel_memory_stats_t m0 = stats_of(device);
@@ -196,27 +216,27 @@ TEST(fake_gemm_workspace_threads_one_stream) {
   accel_memory_stats_t m1 = stats_of(device);
   ASSERT_GT(m1.reserved_bytes, m0.reserved_bytes);
   ASSERT_LE(m1.reserved_bytes,
-            m0.reserved_bytes + THREADS * expected_workspace());
+            m0.reserved_bytes + THREADS * fake->expected_workspace());
   ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
   accel_stream_release(stream);
   accel_buffer_release(c);
   accel_buffer_release(ab);
   accel_device_release(device);
+  dlclose(lib);
 }
 
-// FAKECUDA_MEMORY=16 MiB: the 32 MiB workspace can never fit. The GEMM
-// fails before anything is enqueued, and the message says what for.
-TEST(fake_gemm_workspace_oom) {
-  const char* memory = getenv("FAKECUDA_MEMORY");
-  if (memory == NULL || strtoull(memory, NULL, 10) != 16 * MIB) {
-    SKIP("needs FAKECUDA_MEMORY=16777216");
-  }
+// A device of 16 MiB (FAKECUDA_MEMORY=16777216): the 32 MiB workspace can
+// never fit. The GEMM fails before anything is enqueued, and the message
+// says what for.
+TEST(gemm_workspace_oom) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
   void* lib = NULL;
-  last_workspace_fn_t last = last_workspace(&lib);
-  ASSERT_NOT_NULL(last);
+  OPEN_BLAS(fake, last, lib);
+  if (memory_cap(fake) != 16 * MIB) SKIP("needs a 16 MiB device");
   accel_device_t* device = NULL;
   accel_buffer_t *ab = NULL, *c = NULL;
-  ASSERT_OK(setup(&device, &ab, &c, 64));
+  ASSERT_OK(setup(fake, &device, &ab, &c, 64));
   accel_stream_t* stream = NULL;
   ASSERT_OK(accel_stream_create(device, 0, &stream));
   accel_memory_stats_t m0 = stats_of(device);
@@ -235,7 +255,7 @@ TEST(fake_gemm_workspace_oom) {
   accel_memory_stats_t m1 = stats_of(device);
   ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes);
   last(NULL, NULL, &gemms);
-  ASSERT_EQ(gemms, gemms0);  // cuBLAS never saw it
+  ASSERT_EQ(gemms, gemms0);  // the BLAS never saw it
   // Nothing else is harmed: k == 0 needs no workspace.
   g = small_gemm(ab, c, 0, 0);
   ASSERT_OK(accel_op_gemm(stream, &g));
@@ -247,17 +267,18 @@ TEST(fake_gemm_workspace_oom) {
   dlclose(lib);
 }
 
-// FAKECUDA_MEMORY=48 MiB: the workspace fits only once the cache is
-// emptied (the allocator's OOM retry does it), and not at all while a
-// live 24 MiB buffer holds the memory.
-TEST(fake_gemm_workspace_oom_retry) {
-  const char* memory = getenv("FAKECUDA_MEMORY");
-  if (memory == NULL || strtoull(memory, NULL, 10) != 48 * MIB) {
-    SKIP("needs FAKECUDA_MEMORY=50331648");
-  }
+// A device of 48 MiB (FAKECUDA_MEMORY=50331648): the workspace fits only
+// once the cache is emptied (the allocator's OOM retry does it), and not
+// at all while a live 24 MiB buffer holds the memory.
+TEST(gemm_workspace_oom_retry) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
+  void* lib = NULL;
+  OPEN_BLAS(fake, last, lib);
+  if (memory_cap(fake) != 48 * MIB) SKIP("needs a 48 MiB device");
   accel_device_t* device = NULL;
   accel_buffer_t *ab = NULL, *c = NULL, *big = NULL;
-  ASSERT_OK(setup(&device, &ab, &c, 64));  // one 2 MiB small segment
+  ASSERT_OK(setup(fake, &device, &ab, &c, 64));  // one 2 MiB small segment
   accel_stream_t* stream = NULL;
   ASSERT_OK(accel_stream_create(device, 0, &stream));
   // A freed 24 MiB buffer stays cached: 2 + 24 + 32 MiB do not fit.
@@ -281,7 +302,7 @@ TEST(fake_gemm_workspace_oom_retry) {
   printf("  %s\n", accel_last_error());
   ASSERT_STR_CONTAINS(accel_last_error(),
                       "the GEMM workspace of 33554432 bytes (32.00 MiB)");
-  ASSERT_STR_CONTAINS(accel_last_error(), "cuMemAlloc");
+  ASSERT_STR_CONTAINS(accel_last_error(), fake->alloc_call);
   accel_memory_stats_t m2 = stats_of(device);
   ASSERT_EQ(m2.ooms, m1.ooms + 1);
   // Freed again, the memory serves the workspace.
@@ -293,21 +314,91 @@ TEST(fake_gemm_workspace_oom_retry) {
   accel_buffer_release(c);
   accel_buffer_release(ab);
   accel_device_release(device);
+  dlclose(lib);
+}
+
+// A GEMM that needs more than the lent workspace (FAKEHIP_ROCBLAS_NEED):
+// the BLAS refuses it with a memory error, the plugin hands the handle
+// back to BLAS-managed memory and runs it again, and the result is right.
+TEST(gemm_workspace_too_small) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
+  void* lib = NULL;
+  OPEN_BLAS(fake, last, lib);
+  if (!fake->blas_on() || fake->blas_need_env == NULL ||
+      getenv(fake->blas_need_env) == NULL) {
+    SKIP("needs a BLAS and a stand-in whose BLAS needs more (%s)",
+         fake->blas_need_env != NULL ? fake->blas_need_env : "no such knob");
+  }
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  ASSERT_OK(setup(fake, &device, &ab, &c, 64));
+  accel_stream_t* s = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &s));
+  unsigned long gemms0 = 0, gemms = 0;
+  last(NULL, NULL, &gemms0);
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_OK(accel_op_gemm(s, &g));
+  g = small_gemm(ab, c, 16, 3);
+  ASSERT_OK(accel_op_gemm(s, &g));
+  ASSERT_OK(accel_stream_synchronize(s));
+  last(NULL, NULL, &gemms);
+  ASSERT_EQ(gemms, gemms0 + 2);  // each ran once, on managed memory
+  ASSERT(product_at(c, 0));
+  ASSERT(product_at(c, 16));
+  accel_stream_release(s);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+  dlclose(lib);
+}
+
+// Without a BLAS the plugin's tiled kernel runs: nothing is lent.
+TEST(gemm_tiled_no_workspace) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
+  void* lib = NULL;
+  OPEN_BLAS(fake, last, lib);
+  if (fake->blas_on()) SKIP("GEMMs go to the BLAS");
+  accel_device_t* device = NULL;
+  accel_buffer_t *ab = NULL, *c = NULL;
+  ASSERT_OK(setup(fake, &device, &ab, &c, 64));
+  accel_stream_t* s = NULL;
+  ASSERT_OK(accel_stream_create(device, 0, &s));
+  accel_memory_stats_t m0 = stats_of(device);
+  unsigned long gemms0 = 0, gemms = 0;
+  last(NULL, NULL, &gemms0);
+  accel_gemm_t g = small_gemm(ab, c, 0, 3);
+  ASSERT_OK(accel_op_gemm(s, &g));
+  accel_memory_stats_t m1 = stats_of(device);
+  last(NULL, NULL, &gemms);
+  ASSERT_EQ(gemms, gemms0);
+  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes);
+  ASSERT_EQ(m1.cache_hits, m0.cache_hits);
+  ASSERT_EQ(m1.cache_misses, m0.cache_misses);
+  ASSERT_OK(accel_stream_synchronize(s));
+  ASSERT(product_at(c, 0));
+  accel_stream_release(s);
+  accel_buffer_release(c);
+  accel_buffer_release(ab);
+  accel_device_release(device);
+  dlclose(lib);
 }
 
 // ---------------------------------------------------------------------------
 // The plugin under an ABI 1.1 core: loaded through its entry with a host
-// table of our own (CUDA_TEST_PLUGIN names it), handed a GEMM struct that
-// ends before the workspace fields.
+// table of our own (the adapter's `plugin_env` names it), handed a GEMM
+// struct that ends before the workspace fields.
 // ---------------------------------------------------------------------------
 
-TEST(fake_gemm_workspace_abi_1_1_core) {
-  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
-  const char* path = getenv("CUDA_TEST_PLUGIN");
-  if (path == NULL) SKIP("needs CUDA_TEST_PLUGIN");
+TEST(gemm_workspace_abi_1_1_core) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
   void* blas_lib = NULL;
-  last_workspace_fn_t last = last_workspace(&blas_lib);
-  ASSERT_NOT_NULL(last);
+  OPEN_BLAS(fake, last, blas_lib);
+  if (memory_cap(fake) != 0) SKIP("%s is set", fake->memory_env);
+  const char* path = fake->plugin_env != NULL ? getenv(fake->plugin_env) : NULL;
+  if (path == NULL) SKIP("no plugin named for an ABI 1.1 core");
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NOT_NULL(lib);
   accel_plugin_entry_fn_t entry = NULL;
@@ -359,36 +450,42 @@ TEST(fake_gemm_workspace_abi_1_1_core) {
   dlclose(blas_lib);
   ASSERT_OK(st);
   ASSERT_MEM_EQ(got, kProduct, sizeof(got));
-  // cuBLAS ran both GEMMs on one workspace of the plugin's own, which the
-  // stream gave back when it went.
+  // The BLAS ran both GEMMs on one workspace of the plugin's own, which
+  // the stream gave back when it went.
   ASSERT_EQ(gemms, gemms0 + 2);
-  ASSERT_EQ(size, expected_workspace());
+  ASSERT_EQ(size, fake->expected_workspace());
   ASSERT_NE(ptr, 0);
-  ASSERT_EQ(free0 - free1, expected_workspace());
+  ASSERT_EQ(free0 - free1, fake->expected_workspace());
   ASSERT_EQ(free2, free0 + 128);
 }
 
 // ---------------------------------------------------------------------------
-// Strided-batched GEMM (ABI 1.4): one cublasGemmStridedBatchedEx for the
-// whole batch, with one workspace lent by the core.
+// Strided-batched GEMM (ABI 1.4): one cublasGemmStridedBatchedEx or
+// rocblas_gemm_strided_batched_ex for the whole batch, with one workspace
+// lent by the core; or the batched tiled kernel and no workspace without a
+// BLAS.
 // ---------------------------------------------------------------------------
 
-TEST(fake_gemm_batched_workspace_from_core) {
-  if (getenv("FAKECUDA_MEMORY") != NULL) SKIP("FAKECUDA_MEMORY is set");
+TEST(gemm_batched_workspace_from_core) {
+  const stand_in_t* fake = NULL;
+  last_workspace_fn_t last = NULL;
   void* lib = NULL;
-  last_workspace_fn_t last = last_workspace(&lib);
-  ASSERT_NOT_NULL(last);
+  OPEN_BLAS(fake, last, lib);
+  if (memory_cap(fake) != 0) SKIP("%s is set", fake->memory_env);
   unsigned long (*batched_count)(void) = NULL;
-  void* sym = dlsym(lib, "fakecublas_strided_batched_count");
+  void* sym = dlsym(lib, fake->batched_symbol);
   memcpy(&batched_count, &sym, sizeof(batched_count));
   ASSERT_NOT_NULL(batched_count);
+  const bool blas = fake->blas_on();
+  const uint64_t lent = blas ? fake->expected_workspace() : 0;
   accel_device_t* device = NULL;
   accel_buffer_t *ab = NULL, *c = NULL;
-  ASSERT_OK(setup(&device, &ab, &c, 64));
+  ASSERT_OK(setup(fake, &device, &ab, &c, 64));
   accel_stream_t* s = NULL;
   ASSERT_OK(accel_stream_create(device, 0, &s));
   accel_memory_stats_t m0 = stats_of(device);
-  unsigned long gemms0 = 0, gemms = 0, batched0 = batched_count();
+  unsigned long gemms0 = 0, gemms = 0;
+  unsigned long batched0 = batched_count();
   last(NULL, NULL, &gemms0);
   // Four products of the one A and B (strides 0) into C at 16-byte steps.
   accel_gemm_t g = small_gemm(ab, c, 0, 3);
@@ -397,11 +494,13 @@ TEST(fake_gemm_batched_workspace_from_core) {
   uintptr_t ptr = 0;
   size_t size = 0;
   last(&ptr, &size, &gemms);
-  ASSERT_EQ(batched_count(), batched0 + 1);
-  ASSERT_EQ(gemms, gemms0 + 1);
-  ASSERT_EQ(size, expected_workspace());
-  ASSERT_NE(ptr, 0);
-  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes + expected_workspace());
+  ASSERT_EQ(batched_count(), batched0 + (blas ? 1 : 0));
+  ASSERT_EQ(gemms, gemms0 + (blas ? fake->batch_gemms : 0));
+  if (blas) {
+    ASSERT_EQ(size, lent);
+    ASSERT_NE(ptr, 0);
+  }
+  ASSERT_EQ(m1.reserved_bytes, m0.reserved_bytes + lent);
   ASSERT_EQ(m1.allocated_bytes, m0.allocated_bytes);
   ASSERT_OK(accel_stream_synchronize(s));
   for (size_t i = 0; i < 4; i++) ASSERT(product_at(c, 16 * i));
