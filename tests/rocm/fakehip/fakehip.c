@@ -562,8 +562,8 @@ static void fakehip_gemm_batched(void* const* p, const unsigned* g,
 // What the launch being run may read or report: its dynamic shared memory
 // and whether its kernel trapped (a stream's worker, or the caller for the
 // null stream, runs one launch at a time; fakehip_task_run sets them).
-static _Thread_local unsigned fakehip_launch_shared;
-static _Thread_local bool fakehip_launch_trapped;
+static FAKEHIP_TLS unsigned fakehip_launch_shared;
+static FAKEHIP_TLS bool fakehip_launch_trapped;
 
 // accel-conform's test kernel: data[i] += 1 for global index i < n.
 static void fakehip_add_one(void* const* p, const unsigned* g,

@@ -14,7 +14,14 @@
 #include <hip/hip_runtime_api.h>
 
 // The calling thread's current device (hipSetDevice; 0 until set).
-extern _Thread_local int fakehip_current;
+// The stand-in's thread-locals use the initial-exec TLS model: the library
+// is dlopen()ed, and with the default (general dynamic) model every access
+// goes through __tls_get_addr, whose interception in GCC 12's
+// ThreadSanitizer mis-sizes a dynamic TLS block that glibc allocated with
+// malloc (google/sanitizers#1409) and dies asking for 544 TB of shadow
+// memory. A few bytes fit glibc's static TLS surplus for dlopen().
+#define FAKEHIP_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+extern FAKEHIP_TLS int fakehip_current;
 
 // Records `error` as the calling thread's last error and returns it. Below
 // HIP 7.0 (FAKEHIP_VERSION) the last error is the last call's result, so a

@@ -21,8 +21,8 @@
 
 #include "fakehip.h"
 
-_Thread_local int fakehip_current;
-static _Thread_local hipError_t fakehip_last = hipSuccess;
+FAKEHIP_TLS int fakehip_current;
+static FAKEHIP_TLS hipError_t fakehip_last = hipSuccess;
 
 // HIP 7.0 in hipRuntimeGetVersion's encoding.
 #define FAKEHIP_STICKY_VERSION 70000000
