@@ -109,6 +109,16 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
                          bench_variant_t b, bench_timing_t* out_a,
                          bench_timing_t* out_b);
 
+// bench_measure_pairs() when one operation of either side takes at least
+// BENCH_PAIRS_MIN_NS (then one clock read per operation costs under 0.3%
+// of it), bench_measure() otherwise. For operations that are whole on
+// their own (a synchronous copy, a launch + synchronize), where a trial
+// of many is only the same operation repeated.
+#define BENCH_PAIRS_MIN_NS 10000.0
+bool bench_measure_single(const bench_plan_t* plan, bench_variant_t a,
+                          bench_variant_t b, bench_timing_t* out_a,
+                          bench_timing_t* out_b);
+
 // Fills `out` (median, min, max) from `count` samples, which it sorts.
 void bench_timing_from_samples(double* samples, uint32_t count,
                                bench_timing_t* out);

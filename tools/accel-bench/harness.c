@@ -176,10 +176,16 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
       if (ns > one) one = ns;
     }
   }
+  // As many pairs as the trials' time holds, at least as many as trials,
+  // within the case's time (at least min_trials).
   double budget = plan->trial_ns * (double)plan->trials;
   if (budget > plan->case_ns) budget = plan->case_ns;
-  uint32_t pairs = one > 0 ? (uint32_t)fmin(budget / one, BENCH_MAX_PAIRS)
-                           : BENCH_MAX_PAIRS;
+  double fit = one > 0 ? budget / one : BENCH_MAX_PAIRS;
+  if (fit < plan->trials) {
+    fit = one > 0 ? fmin((double)plan->trials, plan->case_ns / one)
+                  : plan->trials;
+  }
+  uint32_t pairs = (uint32_t)fmin(fit, BENCH_MAX_PAIRS);
   if (pairs < plan->min_trials) pairs = plan->min_trials;
   if (pairs < 1) pairs = 1;
   double* samples = malloc(2 * (size_t)pairs * sizeof(*samples));
@@ -204,4 +210,22 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
   }
   free(samples);
   return ok;
+}
+
+bool bench_measure_single(const bench_plan_t* plan, bench_variant_t a,
+                          bench_variant_t b, bench_timing_t* out_a,
+                          bench_timing_t* out_b) {
+  bench_variant_t v[2] = {a, out_b != NULL ? b : (bench_variant_t){0}};
+  double slowest = 0;
+  for (int i = 0; i < 2; i++) {
+    if (v[i].run == NULL) continue;
+    for (int w = 0; w < 2; w++) {  // the first is a warm-up
+      double ns = bench_time(v[i], 1);
+      if (ns < 0) return false;
+      if (w == 1 && ns > slowest) slowest = ns;
+    }
+  }
+  return slowest >= BENCH_PAIRS_MIN_NS
+             ? bench_measure_pairs(plan, a, b, out_a, out_b)
+             : bench_measure(plan, a, b, out_a, out_b);
 }

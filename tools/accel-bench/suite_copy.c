@@ -267,7 +267,16 @@ static void bench_copy_size(bench_ctx_t* ctx, size_t size,
       snprintf(r->note, sizeof(r->note), "baseline %s",
                baselines->copy_missing);
     }
-    if (!bench_measure(&ctx->plan, a, base, &r->accel, &r->baseline)) {
+    // A synchronous copy is whole on its own: single copies of each side
+    // alternate once one takes 10 us or more (bench_measure_single; on
+    // OpenCL every size, each copy waiting for the runtime's worker).
+    // Stream copies keep trials: many enqueued, one synchronize.
+    bool measured =
+        c->async
+            ? bench_measure(&ctx->plan, a, base, &r->accel, &r->baseline)
+            : bench_measure_single(&ctx->plan, a, base, &r->accel,
+                                   &r->baseline);
+    if (!measured) {
       bench_result_fail(ctx, r, NULL);
       continue;
     }

@@ -4,8 +4,9 @@
 // through accel_kernel_launch on one stream, in microseconds per launch:
 // - latency: one launch, then accel_stream_synchronize; single launches
 //   of accel and the baseline alternate, each timed alone, and the
-//   medians are over single launches (bench_measure_pairs: the time a
-//   runtime takes to wake its worker drifts faster than a trial lasts);
+//   medians are over single launches where one takes 10 us or more
+//   (bench_measure_single: the time a runtime takes to wake its worker
+//   drifts faster than a trial lasts; on the CPU, trials);
 // - throughput: launches back to back, one synchronisation per batch of
 //   up to BENCH_LAUNCH_BATCH (which bounds the queue), per launch.
 // The baseline is the raw vendor launch (architecture "Budgets": accel <= raw +
@@ -317,8 +318,9 @@ static void bench_launch_run(bench_ctx_t* ctx) {
     // Latency: single launches of each side alternate (see
     // bench_measure_pairs); throughput: trials of many launches.
     bool measured =
-        k == 0 ? bench_measure_pairs(&ctx->plan, a, b, &r->accel, &r->baseline)
-               : bench_measure(&ctx->plan, a, b, &r->accel, &r->baseline);
+        k == 0
+            ? bench_measure_single(&ctx->plan, a, b, &r->accel, &r->baseline)
+            : bench_measure(&ctx->plan, a, b, &r->accel, &r->baseline);
     if (!measured) {
       bench_result_fail(ctx, r, NULL);
       continue;
