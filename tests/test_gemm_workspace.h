@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 //
 // Helpers shared by the GEMM workspace tests of the fake GPU runtimes
-// (tests/cuda/fakecuda/test_fakecuda_workspace.c,
-// tests/rocm/test_rocm_workspace.c): a tiny f32 product whose result is
-// known, the memory statistics of a device, and the fake BLAS's test-only
-// record of the last workspace it was given. Header-only: every definition
-// is static.
+// (tests/stand_in/test_stand_in_workspace.c, built once per stand-in): a
+// tiny f32 product whose result is known, the memory statistics of a
+// device, and the fake BLAS's test-only record of the last workspace it
+// was given. Header-only: every definition is static.
 #ifndef ACCEL_TESTS_TEST_GEMM_WORKSPACE_H_
 #define ACCEL_TESTS_TEST_GEMM_WORKSPACE_H_
 

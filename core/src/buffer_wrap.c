@@ -13,7 +13,6 @@
 // a double release is caught exactly as for allocator buffers.
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "internal.h"
 

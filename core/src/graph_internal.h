@@ -288,7 +288,7 @@ struct accel_graph {
   accel_buffer_t** held;
   size_t held_count;
   size_t held_capacity;
-  // The private pool (allocator.c) and the capture stream, weakly held,
+  // The private pool (allocator_stream.c) and the capture stream, weakly held,
   // which its blocks may still be used by after the capture.
   accel__pool_t* pool;
   accel_stream_t* capture_stream;
@@ -328,7 +328,7 @@ void accel__graph_launches_drain(accel_graph_t* graph);
 accel_status_t accel__graph_enqueue(accel_graph_t* graph,
                                     accel_stream_t* stream);
 
-// The graph's private pool (allocator.c). accel__allocator_pool_begin
+// The graph's private pool (allocator_stream.c). accel__allocator_pool_begin
 // creates a pool and makes it the allocations of `stream` (its stream
 // pool) until accel__allocator_pool_end; NULL when out of memory.
 // accel__allocator_pool_release gives the pool's memory back to the

@@ -459,7 +459,7 @@ accel_status_t accel__bundle_load(const char* what, accel_device_t* device,
                                   void** out_impl);
 
 // ---------------------------------------------------------------------------
-// Memory: the caching allocator (allocator.c) and pinned host memory pool
+// Memory: the caching allocator (allocator*.c) and pinned host memory pool
 // (host_pool.c). Architecture decision 10.
 // ---------------------------------------------------------------------------
 

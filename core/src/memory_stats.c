@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //
 // Public memory statistics and controls of a device's caching allocator
-// (allocator.c): the stats struct, the summary table, empty-cache and peak
+// (allocator*.c): the stats struct, the summary table, empty-cache and peak
 // reset.
 #include <stdio.h>
 #include <string.h>

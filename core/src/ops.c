@@ -620,7 +620,7 @@ accel_status_t accel_op_gemm(accel_stream_t* stream, const accel_gemm_t* gemm) {
                  : d->ops->op_gemm(d->impl, stream->impl, &p);
   }
   // Back to the stream's pool at once: only work enqueued after the GEMM
-  // on this stream can reuse it (allocator.c, stream-ordered reuse).
+  // on this stream can reuse it (allocator_stream.c, stream-ordered reuse).
   accel_buffer_release(workspace);
   return status == ACCEL_OK ? ACCEL_OK : accel__op_result(what, stream, status);
 }

@@ -928,9 +928,10 @@ ACCEL_API accel_status_t accel_event_query(accel_event_t* event,
                                            bool* out_done);
 
 // Milliseconds between `start` and `end`, both recorded with
-// ACCEL_EVENT_TIMING on the same device. ACCEL_ERROR_NOT_READY if either
-// has not completed, ACCEL_ERROR_INVALID_ARGUMENT if either lacks timing
-// or was never recorded.
+// ACCEL_EVENT_TIMING on the same device: end minus start, negative when
+// `end` completed first (as cuEventElapsedTime). ACCEL_ERROR_NOT_READY if
+// either has not completed, ACCEL_ERROR_INVALID_ARGUMENT if either lacks
+// timing or was never recorded.
 ACCEL_API accel_status_t accel_event_elapsed_ms(accel_event_t* start,
                                                 accel_event_t* end,
                                                 float* out_ms);

@@ -494,9 +494,11 @@ typedef struct accel_device_ops {
   // Sets `*out_done` to whether the event's last record has completed.
   // Required.
   accel_status_t (*event_query)(void* event, bool* out_done);
-  // (optional) Milliseconds between two completed timing events. Returns
-  // ACCEL_ERROR_NOT_READY if either has not completed. NULL means events
-  // cannot time and the core returns ACCEL_ERROR_UNSUPPORTED.
+  // (optional) Milliseconds between two completed timing events: end
+  // minus start, negative when `end` completed first (accel-conform's
+  // event.elapsed checks both orders). Returns ACCEL_ERROR_NOT_READY if
+  // either has not completed. NULL means events cannot time and the core
+  // returns ACCEL_ERROR_UNSUPPORTED.
   accel_status_t (*event_elapsed_ms)(void* start, void* end, float* out_ms);
 
   // (optional) Loads a module from a target binary image. NULL means the
