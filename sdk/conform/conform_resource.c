@@ -257,6 +257,13 @@ static bool conform_direct_roundtrip(conform_ctx_t* ctx, conform_direct_t* d,
 // neighbour), and the largest allocation the properties promise
 // (`max_alloc_size`, or `total_memory` when 0), capped at half the free
 // memory, must succeed with its last page usable.
+// Device allocations a failed resource.alloc_direct keeps instead of
+// freeing (a plugin that handed out less than it was asked for may have
+// corrupted its heap; its free could crash the run). Held here so that
+// they stay reachable: LeakSanitizer does not report them as leaks
+// (volatile, or the compiler drops stores that nothing reads).
+static void* volatile conform_resource_kept[2];
+
 static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
                                                const void* arg) {
   (void)arg;
@@ -294,7 +301,11 @@ static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
       }
     }
   }
-  if (result != CONFORM_PASS) goto done;  // freeing may corrupt the heap
+  if (result != CONFORM_PASS) {  // freeing may corrupt the heap: kept
+    conform_resource_kept[0] = mem[0];
+    conform_resource_kept[1] = mem[1];
+    goto done;
+  }
   for (int i = 0; i < 2; i++) {
     if (mem[i] != NULL) d.ops->mem_free(d.device, mem[i]);
   }
