@@ -114,7 +114,7 @@ void accel__stream_drain_weak(accel_stream_t* stream) {
   // This thread's own release of the stream reached here: its
   // stream_destroy, which waits for the work, comes after.
   if (stream == accel__stream_releasing) return;
-  while (!atomic_load_explicit(&stream->destroyed, memory_order_acquire)) {
+  while (!accel__stream_gone(stream)) {
     struct timespec pause = {0, 100 * 1000};
     nanosleep(&pause, NULL);
   }
