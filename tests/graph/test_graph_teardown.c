@@ -73,8 +73,8 @@ TEST(graph_release_waits_for_a_dying_stream) {
   ASSERT_EQ(pthread_create(&t, NULL, release_stream, dying), 0);
   nap_ms(100);  // the release is under way, the host function asleep
   accel_graph_release(g);
-  // Same-sized buffers now, filled with 1: if the graph's pool went back
-  // early one of them is the pool buffer, which the fill of 7 then hits.
+  // Same-sized buffers now, filled with zeros: if the graph's pool went
+  // back early one of them is the pool buffer, which the fill of 7 hits.
   enum { COUNT = 4 };
   accel_buffer_t* fresh[COUNT] = {NULL};
   for (int i = 0; i < COUNT; i++) {
