@@ -439,7 +439,8 @@ static void accel__file_name(const accel__store_t* s, int32_t rank,
 // Writes `size` bytes as `name`, whole: to a temporary, then renamed.
 static bool accel__file_put(const char* name, const void* data, size_t size) {
   char tmp[PATH_MAX];
-  snprintf(tmp, sizeof(tmp), "%s.tmp%ld", name, (long)getpid());
+  int n = snprintf(tmp, sizeof(tmp), "%s.tmp%ld", name, (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof(tmp)) return false;  // name too long
   FILE* f = fopen(tmp, "wb");
   if (f == NULL) return false;
   bool ok = size == 0 || fwrite(data, 1, size, f) == size;
@@ -632,6 +633,12 @@ accel_status_t accel__store_open(int32_t rank, int32_t size,
                                  accel__store_t** out_state,
                                  accel_comm_store_t* out_store) {
   *out_state = NULL;
+  if (address == NULL && strlen(file) >= sizeof(((accel__store_t*)0)->file)) {
+    return accel__fail(ACCEL_ERROR_INVALID_ARGUMENT,
+                       "rendezvous: ACCEL_COMM_FILE is %zu bytes long; at "
+                       "most %zu are allowed (the ranks add suffixes)",
+                       strlen(file), sizeof(((accel__store_t*)0)->file) - 1);
+  }
   accel__store_t* s = calloc(1, sizeof(*s));
   if (s == NULL) return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY, "store");
   s->rank = rank;

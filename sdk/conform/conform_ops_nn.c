@@ -62,7 +62,8 @@ static conform_result_t conform_nn_failed(conform_ctx_t* ctx,
                                           accel_status_t status,
                                           const char* what) {
   char where[160];
-  snprintf(where, sizeof(where), "%s: %s", accel_device_uri(device), what);
+  snprintf(where, sizeof(where), "%.64s: %.90s", accel_device_uri(device),
+           what);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
     return conform_report(ctx, CONFORM_UNSUPPORTED, "%s: %s", where,
                           accel_last_error());
