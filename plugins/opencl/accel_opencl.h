@@ -287,8 +287,10 @@ typedef struct accel_opencl_stream {
   cl_command_queue queue;  // in order, without profiling (see stream.c)
   pthread_mutex_t mutex;   // guards the fields below
   // In order, CL_QUEUE_PROFILING_ENABLE: created at the first record of a
-  // timing event, it holds only the markers that timestamp such records.
+  // timing event, it holds only the 4-byte fills of `timing_scratch` that
+  // timestamp such records (event.c says why fills and not markers).
   cl_command_queue timing_queue;
+  cl_mem timing_scratch;
   // Events of enqueued commands not yet known to be complete (the markers
   // and barriers of event records, waits and queries), checked for a
   // negative execution status at synchronize and query; the first failure
@@ -312,10 +314,11 @@ accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
                                             cl_int err, cl_event event,
                                             const char* what);
 
-// The stream's profiling queue for timing markers, created at the first
-// call. Thread-safe.
+// The stream's profiling queue for timestamps and the small buffer its
+// timestamp fills write, both created at the first call. Thread-safe.
 accel_status_t accel_opencl_stream_timing_queue(accel_opencl_stream_t* stream,
-                                                cl_command_queue* out_queue);
+                                                cl_command_queue* out_queue,
+                                                cl_mem* out_scratch);
 
 // Stream entries of accel_device_ops_t; contracts in <accel/plugin.h>.
 accel_status_t accel_opencl_stream_create(void* device,

@@ -5,14 +5,18 @@
 // A marker completes when all earlier work on its in-order queue has.
 //
 // Stream queues have no profiling (stream.c), so a timing event's record
-// also enqueues a second marker, the stamp, on the stream's profiling
-// timing queue, waiting for the first: its CL_PROFILING_COMMAND_END is the
-// moment the runtime saw the stream's work done, and elapsed time is the
-// difference of two stamps' END timestamps (START can be earlier than the
-// awaited work's end on runtimes that start a marker when it is
-// submitted). Both stamps lag their work by the runtime's notification
-// time, so the lag cancels out in the difference. An event never recorded
-// is complete, and timing it is refused, as on the CPU plugin.
+// also enqueues a stamp on the stream's profiling timing queue, waiting
+// for the marker: its CL_PROFILING_COMMAND_END is the moment the runtime
+// saw the stream's work done, and elapsed time is the difference of two
+// stamps' END timestamps. Both stamps lag their work by the runtime's
+// notification time, so the lag cancels out in the difference.
+// The stamp is a 4-byte clEnqueueFillBuffer, not a marker: markers and
+// barriers carry no execution of their own, and some runtimes stamp them
+// when they are submitted rather than when their wait list completes
+// (NVIDIA's gave two stamps around 0.3 ms of copies the same END time on
+// an H100, driver 580; Intel's NEO is reported to do the same), while
+// every runtime times a real command when it runs. An event never
+// recorded is complete, and timing it is refused, as on the CPU plugin.
 //
 // stream_wait_event puts the marker in a barrier's wait list when both
 // queues share a context. A marker of another context (another platform)
@@ -27,7 +31,7 @@ typedef struct accel_opencl_event {
   accel_event_flags_t flags;
   pthread_mutex_t mutex;  // guards `marker` and `stamp`
   cl_event marker;        // the last record; NULL until the first
-  cl_event stamp;         // its timing-queue marker (ACCEL_EVENT_TIMING)
+  cl_event stamp;         // its timing-queue fill (ACCEL_EVENT_TIMING)
 } accel_opencl_event_t;
 
 accel_status_t accel_opencl_event_create(void* device_ptr,
@@ -87,23 +91,28 @@ static cl_event accel_opencl_event_marker(accel_opencl_event_t* event) {
   return accel_opencl_event_marker_stamp(event, NULL);
 }
 
-// Enqueues the timestamp marker of a timing record: on the stream's timing
+// Enqueues the timestamp of a timing record: a fill on the stream's timing
 // queue, waiting for `marker`, submitted at once.
 static accel_status_t accel_opencl_event_stamp(accel_opencl_stream_t* stream,
                                                cl_event marker,
                                                cl_event* out_stamp) {
   const accel_opencl_api_t* cl = stream->device->cl;
   cl_command_queue timing = NULL;
-  accel_status_t status = accel_opencl_stream_timing_queue(stream, &timing);
+  cl_mem scratch = NULL;
+  accel_status_t status =
+      accel_opencl_stream_timing_queue(stream, &timing, &scratch);
   if (status != ACCEL_OK) return status;
-  cl_int err = cl->clEnqueueMarkerWithWaitList(timing, 1, &marker, out_stamp);
+  const cl_uint pattern = 0;
+  cl_int err = cl->clEnqueueFillBuffer(timing, scratch, &pattern,
+                                       sizeof(pattern), 0, sizeof(pattern), 1,
+                                       &marker, out_stamp);
   if (err == CL_SUCCESS) err = cl->clFlush(timing);
   if (err != CL_SUCCESS && *out_stamp != NULL) {
     cl->clReleaseEvent(*out_stamp);
     *out_stamp = NULL;
   }
   return accel_opencl_check(stream->device->host, err,
-                            "clEnqueueMarkerWithWaitList (timing queue)");
+                            "clEnqueueFillBuffer (timestamp)");
 }
 
 accel_status_t accel_opencl_event_record(void* event_ptr, void* stream_ptr) {

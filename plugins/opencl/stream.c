@@ -2,8 +2,9 @@
 //
 // Streams: one in-order command queue each. The queue has no profiling:
 // on PoCL, profiling stamps every command and cost about 0.8 us per
-// launch; timing events take their timestamps from markers on a second,
-// profiling queue instead (event.c), created at the first timing record.
+// launch; timing events take their timestamps from 4-byte fills on a
+// second, profiling queue instead (event.c), created at the first timing
+// record.
 //
 // OpenCL reports a failed command through its event's execution status,
 // through clFinish's result and, for commands after it, as the runtime
@@ -215,6 +216,9 @@ void accel_opencl_stream_destroy(void* stream_ptr) {
     cl->clFinish(stream->timing_queue);
     cl->clReleaseCommandQueue(stream->timing_queue);
   }
+  if (stream->timing_scratch != NULL) {
+    cl->clReleaseMemObject(stream->timing_scratch);
+  }
   accel_opencl_stream_prune(stream, true);
   cl->clReleaseCommandQueue(stream->queue);
   free(stream->pending);
@@ -242,19 +246,28 @@ accel_status_t accel_opencl_stream_synchronize(void* stream_ptr) {
 }
 
 accel_status_t accel_opencl_stream_timing_queue(accel_opencl_stream_t* stream,
-                                                cl_command_queue* out_queue) {
+                                                cl_command_queue* out_queue,
+                                                cl_mem* out_scratch) {
   accel_opencl_device_t* device = stream->device;
+  const accel_opencl_api_t* cl = device->cl;
   cl_int err = CL_SUCCESS;
+  const char* what = "clCreateCommandQueue (timing queue)";
   pthread_mutex_lock(&stream->mutex);
   if (stream->timing_queue == NULL) {
-    stream->timing_queue = device->cl->clCreateCommandQueue(
+    stream->timing_queue = cl->clCreateCommandQueue(
         device->context, device->id, CL_QUEUE_PROFILING_ENABLE, &err);
     if (err != CL_SUCCESS) stream->timing_queue = NULL;
   }
+  if (err == CL_SUCCESS && stream->timing_scratch == NULL) {
+    what = "clCreateBuffer (timestamp scratch)";
+    stream->timing_scratch =
+        cl->clCreateBuffer(device->context, CL_MEM_READ_WRITE, 4, NULL, &err);
+    if (err != CL_SUCCESS) stream->timing_scratch = NULL;
+  }
   *out_queue = stream->timing_queue;
+  *out_scratch = stream->timing_scratch;
   pthread_mutex_unlock(&stream->mutex);
-  return accel_opencl_check(device->host, err,
-                            "clCreateCommandQueue (timing queue)");
+  return accel_opencl_check(device->host, err, what);
 }
 
 accel_status_t accel_opencl_stream_query(void* stream_ptr, bool* out_done) {
