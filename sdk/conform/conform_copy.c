@@ -275,7 +275,8 @@ static conform_result_t conform_copy_peer(conform_ctx_t* ctx, const void* arg) {
   }
   if (claimed && !can) {
     return conform_report(ctx, CONFORM_FAIL,
-                          "claims peer_access but cannot access %s",
+                          "claims peer_access but can copy directly from "
+                          "no other device (%s included)",
                           accel_device_uri(ctx->peer));
   }
   uint64_t rng = ctx->seed + 5;

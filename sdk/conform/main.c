@@ -242,10 +242,27 @@ static int conform_setup(const conform_args_t* args, conform_ctx_t* ctx,
   }
   ctx->info.struct_size = sizeof(ctx->info);
   accel_device_query_info(ctx->device, &ctx->info);  // checked by a check
-  if (report->device_count > 1) {
-    snprintf(uri, sizeof(uri), "%s:%u", report->name,
-             args->device == 0 ? 1u : 0u);
-    if (accel_device_open(uri, &ctx->peer) != ACCEL_OK) ctx->peer = NULL;
+  // The peer: the first other device this one can copy from directly, or
+  // else the first other device that opens (peer access is per pair: an
+  // OpenCL plugin can list devices of two platforms).
+  for (uint32_t i = 0; i < report->device_count; i++) {
+    accel_device_t* candidate = NULL;
+    snprintf(uri, sizeof(uri), "%s:%u", report->name, i);
+    if (i == args->device || accel_device_open(uri, &candidate) != ACCEL_OK) {
+      continue;
+    }
+    bool can = false;
+    if (accel_device_can_access_peer(ctx->device, candidate, &can) !=
+        ACCEL_OK) {
+      can = false;
+    }
+    if (ctx->peer == NULL || can) {
+      if (ctx->peer != NULL) accel_device_release(ctx->peer);
+      ctx->peer = candidate;
+      if (can) break;
+    } else {
+      accel_device_release(candidate);
+    }
   }
   if (strcmp(report->name, "cpu") != 0 &&
       accel_device_open("cpu:0", &ctx->reference) != ACCEL_OK) {

@@ -103,7 +103,9 @@ enum accel_device_cap_bits {
   ACCEL_DEVICE_CAP_BF16 = 1u << 1,           // bf16 storage and arithmetic
   ACCEL_DEVICE_CAP_TF32 = 1u << 2,           // TF32 matrix math
   ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,  // real page-locked host memory
-  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,    // direct copies to peers
+  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,    // direct copies from some
+                                             // peers (per pair: see
+                                             // can_access_peer)
   ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,   // events measure elapsed time
   ACCEL_DEVICE_CAP_KERNELS = 1u << 6,        // custom modules and launches
   ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
@@ -466,6 +468,11 @@ ACCEL_API accel_status_t accel_device_query_memory(accel_device_t* device,
 
 // Sets `*out_can` to whether `device` can copy directly from `peer`.
 // A device cannot peer with itself or with another backend's device.
+// Access is per pair: ACCEL_DEVICE_CAP_PEER_ACCESS says only that some
+// other device of the backend can be copied from directly (an OpenCL
+// device reaches the devices of its own platform, not another
+// platform's). Copies between any two devices work either way; the
+// others are staged through host memory.
 ACCEL_API accel_status_t accel_device_can_access_peer(accel_device_t* device,
                                                       accel_device_t* peer,
                                                       bool* out_can);

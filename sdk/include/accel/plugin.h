@@ -106,7 +106,9 @@ enum accel_device_cap_bits {
   ACCEL_DEVICE_CAP_BF16 = 1u << 1,           // bf16 storage and arithmetic
   ACCEL_DEVICE_CAP_TF32 = 1u << 2,           // TF32 matrix math
   ACCEL_DEVICE_CAP_PINNED_MEMORY = 1u << 3,  // real page-locked host memory
-  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,    // direct copies to peers
+  ACCEL_DEVICE_CAP_PEER_ACCESS = 1u << 4,    // direct copies from some
+                                             // peers (per pair: see
+                                             // can_access_peer)
   ACCEL_DEVICE_CAP_EVENT_TIMING = 1u << 5,   // events measure elapsed time
   ACCEL_DEVICE_CAP_KERNELS = 1u << 6,        // custom modules and launches
   ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
