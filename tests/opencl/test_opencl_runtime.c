@@ -97,6 +97,11 @@ TEST(no_platform) {
   if (strstr(test_host_message, "no OpenCL ICD loader") != NULL) {
     SKIP("%s", test_host_message);
   }
+  if (status == ACCEL_OK) {
+    SKIP("the ICD loader found %u device(s) with OCL_ICD_VENDORS naming an "
+         "empty directory: it does not read that variable",
+         (unsigned)count);
+  }
   ASSERT_EQ(status, ACCEL_ERROR_UNAVAILABLE);
   ASSERT_STR_EQ(test_host_message,
                 "opencl: no OpenCL platform (clGetPlatformIDs: "
@@ -339,6 +344,21 @@ TEST(two_devices) {
   void* dev1 = fx.device;
   void* dev0 = NULL;
   OCL_ASSERT_OK(fx.desc->device_open(fx.plugin, 0, &dev0));
+  // Two PoCL devices are wanted; on a GPU node devices 0 and 1 may belong
+  // to two platforms (vendor and driver tell them apart).
+  accel_plugin_device_props_t p0, p1;
+  memset(&p0, 0, sizeof(p0));
+  memset(&p1, 0, sizeof(p1));
+  p0.struct_size = p1.struct_size = sizeof(p0);
+  OCL_ASSERT_OK(fx.ops->query_props(dev0, &p0));
+  OCL_ASSERT_OK(fx.ops->query_props(dev1, &p1));
+  if (strcmp(p0.vendor, p1.vendor) != 0 ||
+      strcmp(p0.driver_version, p1.driver_version) != 0) {
+    fx.desc->device_close(dev0);
+    ocl_unload(&fx);
+    SKIP("devices 0 and 1 are of two platforms (%s %s, %s %s)", p0.vendor,
+         p0.driver_version, p1.vendor, p1.driver_version);
+  }
   const char* mode = getenv("ACCEL_OPENCL_CONTEXTS");
   bool one_context = mode == NULL || strcmp(mode, "device") != 0;
   bool can = !one_context;
