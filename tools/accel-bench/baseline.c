@@ -123,7 +123,7 @@ static const bench_baselines_t bench_baselines_table[] = {
         // the raw driver or cuBLAS cannot be opened.
         .backend = "cuda",
         .copy = &bench_cuda_copy_baseline,
-        .gemm = "cublasGemmEx",
+        .gemm = "cublasGemmEx (f32 reductions, as accel)",
         .elementwise_missing = BENCH_NO_CUDA_ELEMENTWISE,
         .launch = "cuLaunchKernel",
         .alloc = "cuMemAlloc+cuMemFree",

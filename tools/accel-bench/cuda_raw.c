@@ -144,6 +144,8 @@ typedef cublasStatus_t (*bench_cublas_gemm_ex_t)(
     const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
     const void*, void*, cudaDataType, int, cublasComputeType_t,
     cublasGemmAlgo_t);
+typedef cublasStatus_t (*bench_cublas_set_math_mode_t)(cublasHandle_t,
+                                                       cublasMath_t);
 #define BENCH_CUDA_SAME_TYPE(fn, type) \
   _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), type), #fn)
 BENCH_CUDA_SAME_TYPE(cublasCreate_v2, bench_cublas_create_t);
@@ -151,6 +153,7 @@ BENCH_CUDA_SAME_TYPE(cublasDestroy_v2, bench_cublas_destroy_t);
 BENCH_CUDA_SAME_TYPE(cublasSetStream_v2, bench_cublas_set_stream_t);
 BENCH_CUDA_SAME_TYPE(cublasSetWorkspace_v2, bench_cublas_set_workspace_t);
 BENCH_CUDA_SAME_TYPE(cublasGemmEx, bench_cublas_gemm_ex_t);
+BENCH_CUDA_SAME_TYPE(cublasSetMathMode, bench_cublas_set_math_mode_t);
 
 struct bench_cuda {
   void* library;
@@ -175,6 +178,7 @@ struct bench_cuda {
   bench_cublas_set_stream_t cublas_set_stream;
   bench_cublas_set_workspace_t cublas_set_workspace;
   bench_cublas_gemm_ex_t cublas_gemm_ex;
+  bench_cublas_set_math_mode_t cublas_set_math_mode;
 };
 
 // "CUDA_ERROR_X" for `r`, or its number.
@@ -573,7 +577,9 @@ const char* bench_cuda_blas_name(bench_cuda_t* cu, char* why, size_t why_size) {
                               &cu->cublas_set_stream) &&
           bench_cuda_blas_sym(lib, "cublasSetWorkspace_v2",
                               &cu->cublas_set_workspace) &&
-          bench_cuda_blas_sym(lib, "cublasGemmEx", &cu->cublas_gemm_ex)) {
+          bench_cuda_blas_sym(lib, "cublasGemmEx", &cu->cublas_gemm_ex) &&
+          bench_cuda_blas_sym(lib, "cublasSetMathMode",
+                              &cu->cublas_set_math_mode)) {
         cu->blas = lib;
         snprintf(cu->blas_name, sizeof(cu->blas_name), "%s", names[i]);
       } else {
@@ -699,6 +705,17 @@ bench_cuda_gemm_t* bench_cuda_gemm_open(bench_cuda_t* cu, accel_dtype_t dtype,
   if (ok && s == CUBLAS_STATUS_SUCCESS) {
     call = "cublasSetStream";
     s = cu->cublas_set_stream(g->handle, (cudaStream_t)cu->stream);
+  }
+  // The plugin's math mode (plugins/cuda/gemm.c): split-K partial sums in
+  // f32, not in f16/bf16. cuBLAS's default allows the reduced-precision
+  // reduction and may then pick other kernels, so a default-mode baseline
+  // could compare two algorithms rather than accel's overhead.
+  if (ok && s == CUBLAS_STATUS_SUCCESS) {
+    call = "cublasSetMathMode";
+    s = cu->cublas_set_math_mode(
+        g->handle,
+        (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
   }
   if (ok && s == CUBLAS_STATUS_SUCCESS) {
     call = "cublasSetWorkspace";

@@ -19,7 +19,8 @@
 // On CUDA the baseline is cublasGemmEx called directly (cuda_raw.c) on
 // raw cuMemAlloc buffers holding the same values in the same dtype, with
 // the plugin's arguments (swapped operands for row-major, CUBLAS_COMPUTE_
-// 32F or 32F_FAST_TF32, a workspace of the plugin's size), one product and
+// 32F or 32F_FAST_TF32, a workspace of the plugin's size, its math mode
+// with f32 split-K reductions), one product and
 // one cuStreamSynchronize per iteration as on the accel side. Sizes on a
 // GPU: 1024 and 4096 (quick), 4096 and 8192 (--full).
 //
