@@ -80,11 +80,21 @@ text_plugin() {
 # stand-in drivers), else cpu:0. Which GPU wins is the unit tests' concern.
 # Asked without the case's fixtures, which do not change the GPUs.
 auto_device() {
-  gpus=$(env -u ACCEL_PLUGIN_PATH -u ACCEL_BACKEND "$INFO" --json \
-      2>/dev/null | "$PY" -c '
+  local json gpus
+  json=$(env -u ACCEL_PLUGIN_PATH -u ACCEL_BACKEND "$INFO" --json 2>/dev/null)
+  if "$PY" -c '' 2>/dev/null; then
+    gpus=$(printf '%s\n' "$json" | "$PY" -c '
 import json, sys
 print("|".join(d["id"] for d in json.load(sys.stdin)["devices"]
                if d["type"] == "gpu"))' 2>/dev/null)
+  else
+    # No Python here: each device object of accel-info's own JSON writer
+    # has its "id" line before its "type" line.
+    gpus=$(printf '%s\n' "$json" | awk '/"devices": \[/ { d = 1 }
+        /"hidden_devices"/ { d = 0 }
+        d && /"id":/ { gsub(/[",]/, "", $2); id = $2 }
+        d && /"type": "gpu"/ { printf "%s%s", sep, id; sep = "|" }')
+  fi
   if [ -n "$gpus" ]; then echo "($gpus)"; else echo "cpu:0"; fi
 }
 
