@@ -173,6 +173,11 @@ uint64_t accel_cpu_sysinfo_total_memory(void);
 // room left under the cgroup limit when one is set.
 uint64_t accel_cpu_sysinfo_available_memory(void);
 
+// Threads of the whole machine that are runnable now besides the caller,
+// the fewest of three looks 1 ms apart (/proc/loadavg's running count,
+// which includes this process's other threads); 0 when unreadable.
+uint32_t accel_cpu_sysinfo_other_runnable(void);
+
 // ---------------------------------------------------------------------------
 // Memory (memory.c). The plugin's memory handle is the 64-byte-aligned host
 // address of the allocation, so kernels can use it directly.

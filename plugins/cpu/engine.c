@@ -269,6 +269,27 @@ static int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin,
   return best_id;
 }
 
+// How many other runnable threads make the machine too busy for a timing
+// to be cached: ACCEL_CPU_TUNE_BUSY, else a quarter of the usable CPUs
+// (at least 1). Timings taken while other work competes for the cores
+// can pick the wrong engine by far: on a 16-core Xeon, oneDNN's AMX bf16
+// kernel (6x OpenBLAS on converted data) lost its timing while PoCL's 16
+// threads ran accel-conform's work in the same process, and the cached
+// choice then held in every later process.
+static uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host) {
+  const char* text = host->getenv(host, "ACCEL_CPU_TUNE_BUSY");
+  if (text != NULL && text[0] != '\0') {
+    char* end = NULL;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*end == '\0' && v > 0 && v <= UINT32_MAX) return (uint32_t)v;
+    host->log(host, ACCEL_LOG_WARN,
+              "ACCEL_CPU_TUNE_BUSY='%s' is not a positive count; ignored",
+              text);
+  }
+  uint32_t cpus = accel_cpu_sysinfo_usable_cpus();
+  return cpus / 4 > 1 ? cpus / 4 : 1;
+}
+
 // Decides dtype index `dt` (gemm_mutex held, engines loaded). Returns the
 // engine id, or -1 with `status` set.
 static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
@@ -314,6 +335,7 @@ static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
     int f32 = dt == 0 ? -1 : accel_cpu_engine_decide(plugin, pool, e, 0,
                                                      status);
     if (dt > 0 && f32 < 0) return -1;
+    uint32_t others = accel_cpu_sysinfo_other_runnable();
     id = accel_cpu_engine_tune(plugin, pool, e, dt, f32);
     if (id < 0) {
       *status = host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
@@ -321,10 +343,18 @@ static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
                            accel_cpu_gemm_dtype_names[dt]);
       return -1;
     }
-    if (path[0] != '\0' &&
-        !accel_cpu_gemm_cache_store(path, e->key,
-                                    accel_cpu_gemm_dtype_names[dt],
-                                    (accel_cpu_engine_id_t)id)) {
+    uint32_t busy = accel_cpu_tune_busy_threshold(host);
+    if (others >= busy) {
+      host->log(host, ACCEL_LOG_INFO,
+                "gemm-%s: timed while %u other threads were runnable (%u "
+                "or more count as busy, ACCEL_CPU_TUNE_BUSY): the choice "
+                "holds for this process and is not cached on disk",
+                accel_cpu_gemm_dtype_names[dt], (unsigned)others,
+                (unsigned)busy);
+    } else if (path[0] != '\0' &&
+               !accel_cpu_gemm_cache_store(path, e->key,
+                                           accel_cpu_gemm_dtype_names[dt],
+                                           (accel_cpu_engine_id_t)id)) {
       host->log(host, ACCEL_LOG_DEBUG, "cannot write %s", path);
     }
   }

@@ -10,11 +10,17 @@
 // - ACCEL_CPU_GEMM_RETUNE=1 times again and appends a new line;
 // - ACCEL_CPU_GEMM per dtype ("f32=...,bf16=...") shows in the features,
 //   and a malformed value fails GEMM with ACCEL_ERROR_INVALID_ARGUMENT.
+// - a timing taken while other threads keep the CPUs busy is used but not
+//   cached (the other cases set ACCEL_CPU_TUNE_BUSY high, so that a test
+//   running beside them under ctest -j does not count as busy);
 // Each case sets its environment before the library loads the plugin.
 // Exits 77 when fewer than two engines are installed.
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -22,6 +28,17 @@
 
 static char cache_dir[256];
 static char cache_file[300];
+
+// Sets the environment every case shares: this test's cache, and no
+// busy-machine rule unless `busy_rule`.
+static void common_env(bool busy_rule) {
+  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  if (busy_rule) {
+    unsetenv("ACCEL_CPU_TUNE_BUSY");
+  } else {
+    setenv("ACCEL_CPU_TUNE_BUSY", "100000", 1);
+  }
+}
 
 // Features of cpu:0 ("" when it cannot be opened).
 static void features(char* out, size_t size) {
@@ -92,7 +109,7 @@ static int cache_lines(char* key, size_t key_size, char* engine,
 }
 
 TEST(decision_is_cached_and_followed) {
-  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  common_env(false);
   unsetenv("ACCEL_CPU_GEMM");
   unsetenv("ACCEL_CPU_GEMM_RETUNE");
   char before[512], after[512], key[1024] = "", engine[32] = "";
@@ -139,7 +156,7 @@ TEST(decision_is_cached_and_followed) {
 // differently in two processes) that disagree: the features cannot know
 // which one this process will find, so they say auto, not either engine.
 TEST(disagreeing_cached_keys_show_auto) {
-  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  common_env(false);
   unsetenv("ACCEL_CPU_GEMM");
   unsetenv("ACCEL_CPU_GEMM_RETUNE");
   char before[512], after[512], key[1024] = "", engine[32] = "";
@@ -174,7 +191,7 @@ TEST(disagreeing_cached_keys_show_auto) {
 // engine name, so ACCEL_CPU_GEMM=openblas reaches it; an engine that did
 // not load is refused with the engines that did.
 TEST(named_blas_keeps_its_engine_name) {
-  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  common_env(false);
   unsetenv("ACCEL_CPU_GEMM_RETUNE");
   setenv("ACCEL_CPU_BLAS", "libopenblas.so.0", 1);
   setenv("ACCEL_CPU_GEMM", "f32=openblas", 1);
@@ -198,7 +215,7 @@ TEST(named_blas_keeps_its_engine_name) {
 }
 
 TEST(forced_engines_show_and_bad_values_fail) {
-  setenv("XDG_CACHE_HOME", cache_dir, 1);
+  common_env(false);
   setenv("ACCEL_CPU_GEMM", "f32=onednn,bf16=blis", 1);
   char f[512];
   features(f, sizeof(f));
@@ -215,6 +232,45 @@ TEST(forced_engines_show_and_bad_values_fail) {
     ASSERT_STATUS(s, ACCEL_ERROR_INVALID_ARGUMENT);
   }
   unsetenv("ACCEL_CPU_GEMM");
+}
+
+static atomic_bool spin_stop;
+
+static void* spin(void* arg) {
+  (void)arg;
+  while (!atomic_load_explicit(&spin_stop, memory_order_relaxed)) {
+  }
+  return NULL;
+}
+
+TEST(busy_machine_decision_not_cached) {
+  common_env(true);
+  unsetenv("ACCEL_CPU_GEMM");
+  char key[1024] = "", engine[32] = "";
+  int lines = cache_lines(key, sizeof(key), engine, sizeof(engine));
+  // Twice as many spinning threads as CPUs: the machine is busy however
+  // many cores it has.
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int n = cpus > 0 && cpus < 32 ? (int)cpus * 2 : 64;
+  pthread_t spinners[64];
+  atomic_store(&spin_stop, false);
+  int started = 0;
+  for (int i = 0; i < n; i++) {
+    if (pthread_create(&spinners[i], NULL, spin, NULL) == 0) started++;
+  }
+  nanosleep(&(struct timespec){.tv_nsec = 20000000}, NULL);
+  setenv("ACCEL_CPU_GEMM_RETUNE", "1", 1);
+  accel_status_t s = small_gemm(NULL, NULL, 0);
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  atomic_store(&spin_stop, true);
+  for (int i = 0; i < started; i++) pthread_join(spinners[i], NULL);
+  if (s == ACCEL_ERROR_UNSUPPORTED) SKIP("no GEMM engine installed");
+  ASSERT_OK(s);
+  ASSERT_EQ(started, n);
+  int after = cache_lines(key, sizeof(key), engine, sizeof(engine));
+  printf("  %d spinning threads: %d cache line(s) before, %d after\n", n,
+         lines, after);
+  ASSERT_EQ(after, lines);
 }
 
 int main(int argc, char** argv) {
