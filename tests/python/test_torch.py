@@ -16,6 +16,27 @@ except ImportError:
 import accel
 
 
+def check_tensor_freed_after_buffer(case, stream, make, ready=None):
+    """Adopts a ones-filled tensor from make() (after ready(), which
+    finishes torch's work), drops the only Python reference to it, then
+    fills the buffer with 2 through `stream` and reads it back through
+    DLPack: accel must keep the tensor's memory alive."""
+    t = make()
+    if ready is not None:
+        ready()
+    n = t.numel()
+    w = accel.from_dlpack(t)
+    del t
+    gc.collect()
+    stream.fill(w, 2.0)
+    stream.synchronize()
+    back = torch.from_dlpack(w)
+    case.assertEqual(back.sum().item(), 2.0 * n)
+    w.release()
+    del back
+    gc.collect()
+
+
 class TorchFromAccel(unittest.TestCase):
     def setUp(self):
         self.dev = accel.device("cpu:0")
@@ -92,17 +113,8 @@ class AccelFromTorch(unittest.TestCase):
         w.release()
 
     def test_tensor_freed_after_buffer(self):
-        t = torch.ones(1 << 16)
-        w = accel.from_dlpack(t)
-        del t
-        gc.collect()
-        self.s.fill(w, 2.0)
-        self.s.synchronize()
-        back = torch.from_dlpack(w)
-        self.assertEqual(back.sum().item(), 2.0 * (1 << 16))
-        w.release()
-        del back
-        gc.collect()
+        check_tensor_freed_after_buffer(self, self.s,
+                                        lambda: torch.ones(1 << 16))
 
 
 if __name__ == "__main__":

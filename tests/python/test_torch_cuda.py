@@ -19,6 +19,7 @@ if not torch.cuda.is_available():
     sys.exit(77)
 
 import accel
+from test_torch import check_tensor_freed_after_buffer
 
 try:
     DEV = accel.device("cuda:0")
@@ -98,18 +99,9 @@ class AccelFromTorch(unittest.TestCase):
             w.release()
 
     def test_tensor_freed_after_buffer(self):
-        t = torch.ones(1 << 20, device="cuda")
-        torch.cuda.synchronize()
-        w = accel.from_dlpack(t)
-        del t
-        gc.collect()
-        self.s.fill(w, 2.0)
-        self.s.synchronize()
-        back = torch.from_dlpack(w)
-        self.assertEqual(back.sum().item(), 2.0 * (1 << 20))
-        w.release()
-        del back
-        gc.collect()
+        check_tensor_freed_after_buffer(
+            self, self.s, lambda: torch.ones(1 << 20, device="cuda"),
+            torch.cuda.synchronize)
 
 
 if __name__ == "__main__":
