@@ -5,6 +5,7 @@
 // ACCEL_ERROR_UNAVAILABLE naming fork(), and new handles in the child work.
 #include <accel/accel.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -47,9 +48,24 @@ static void* worker(void* arg) {
   return NULL;
 }
 
+// A child still running after CHILD_SECONDS / 2 prints where it is (its
+// only thread's stack) before the parent kills it: twice in sanitizer CI
+// stages the first child hung, and nothing said where.
+static void child_stuck(int sig) {
+  (void)sig;
+  static const char head[] = "  child stuck; its stack:\n";
+  void* frames[48];
+  (void)!write(2, head, sizeof(head) - 1);
+  backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+}
+
 // The child: exit 0 when the documented behaviour holds, else a code
 // saying which part failed.
 static int child(void) {
+  void* warm[1];
+  (void)backtrace(warm, 1);  // loads the unwinder now, not in the handler
+  signal(SIGALRM, child_stuck);
+  alarm(CHILD_SECONDS / 2);
   char byte = 7;
   if (accel_buffer_write(shared, 0, &byte, 1) != ACCEL_ERROR_UNAVAILABLE) {
     return 10;
