@@ -11,9 +11,10 @@
 // ACCEL_ERROR_UNAVAILABLE and say why, so every call on a handle created
 // before fork() fails at once instead of hanging, and releasing such a
 // handle only frees core memory. The library itself starts afresh: the
-// next call discovers and loads the plugins again (for the same files
-// dlopen() returns the mapping the child already has), so new handles in
-// the child work. The plugins left behind are never unloaded.
+// next call discovers and loads the plugins again, so new handles in the
+// child work; a plugin file the parent had open is loaded again from the
+// handle left behind (accel__fork_handle), not by dlopen(). The plugins
+// left behind are never unloaded.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,8 +169,13 @@ static void accel__fork_parent(void) {
 }
 
 // The plugin tables left behind by each fork, kept reachable (never
-// unloaded). Only touched by the child handler, in one thread.
-static accel__plugin_t*** accel__left_behind;
+// unloaded). Touched by the child handler, in one thread, and by the
+// loader under the state lock.
+typedef struct accel__left_behind {
+  accel__plugin_t** plugins;
+  size_t count;
+} accel__left_behind_t;
+static accel__left_behind_t* accel__left_behind;
 static size_t accel__left_behind_count;
 
 static void accel__fork_child(void) {
@@ -180,12 +186,13 @@ static void accel__fork_child(void) {
   for (size_t i = 0; i < st->plugin_count; i++) {
     accel__plugin_forked(st->plugins[i]);
   }
-  accel__plugin_t*** grown =
+  accel__left_behind_t* grown =
       realloc(accel__left_behind,
               (accel__left_behind_count + 1) * sizeof(*accel__left_behind));
   if (grown != NULL) {  // otherwise the table is leaked, which is harmless
     accel__left_behind = grown;
-    accel__left_behind[accel__left_behind_count++] = st->plugins;
+    accel__left_behind[accel__left_behind_count++] =
+        (accel__left_behind_t){st->plugins, st->plugin_count};
   }
   st->plugins = NULL;
   st->plugin_count = st->plugin_capacity = 0;
@@ -197,6 +204,26 @@ static void accel__fork_child(void) {
   st->custom_options = false;
   atomic_store(&st->initialised, false);
   pthread_mutex_unlock(&st->lock);
+}
+
+// A child reloads the plugins the parent had from the handles they left
+// behind instead of calling dlopen() again: dlopen() there can wait for a
+// lock that a thread of the parent held at fork() and that no handler
+// releases. ThreadSanitizer's dlopen interceptor did (its module list,
+// walked with dl_iterate_phdr): the first child of tests/fleet/test_fork.c
+// hung in about one run of twenty under TSan, and once under ASan.
+void* accel__fork_handle(const char* path) {
+  for (size_t i = 0; i < accel__left_behind_count; i++) {
+    accel__left_behind_t* left = &accel__left_behind[i];
+    for (size_t j = 0; j < left->count; j++) {
+      accel__plugin_t* p = left->plugins[j];
+      if (p != NULL && p->dl != NULL && p->path != NULL &&
+          strcmp(p->path, path) == 0) {
+        return p->dl;
+      }
+    }
+  }
+  return NULL;
 }
 
 static void accel__fork_once(void) {

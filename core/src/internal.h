@@ -97,6 +97,7 @@ struct accel__plugin {
   int32_t priority;
   // Loaded state.
   void* dl;                         // dlopen handle, NULL when not open
+  bool dl_borrowed;  // a handle left behind by fork(): never dlclose()d
   accel_plugin_t desc;              // validated copy of the descriptor
   accel_device_ops_t ops;           // full-size copy, defaults filled
   void* state;                      // the plugin's own state from load()
@@ -577,6 +578,11 @@ void accel__allocator_fork_lock(accel_device_t* device, bool lock);
 void accel__host_pool_fork_lock(accel_device_t* device, bool lock);
 // Registers the fork handlers once (at init).
 void accel__fork_register(void);
+
+// In a child after fork(): the dlopen handle of the plugin file `path` that
+// a plugin left behind by fork() holds (still its; never to be closed), or
+// NULL. Only the loader calls it, under the state lock.
+void* accel__fork_handle(const char* path);
 
 // Creates and destroys the pinned host memory pool of `device`.
 accel_status_t accel__host_pool_create(accel_device_t* device);

@@ -546,8 +546,9 @@ static void accel__plugin_close(accel__plugin_t* plugin) {
     plugin->state = NULL;
   }
   if (plugin->dl != NULL) {
-    dlclose(plugin->dl);
+    if (!plugin->dl_borrowed) dlclose(plugin->dl);
     plugin->dl = NULL;
+    plugin->dl_borrowed = false;
   }
 }
 
@@ -684,7 +685,11 @@ void accel__plugin_load(accel__plugin_t* plugin) {
   bool file_ok = accel__plugin_file_check(plugin->path, why, sizeof(why));
   if (file_ok) {
     dlerror();
-    plugin->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
+    plugin->dl = accel__fork_handle(plugin->path);  // after fork()
+    plugin->dl_borrowed = plugin->dl != NULL;
+    if (plugin->dl == NULL) {
+      plugin->dl = dlopen(plugin->path, RTLD_NOW | RTLD_LOCAL);
+    }
   }
   if (!file_ok) {
     accel__plugin_set(plugin, ACCEL_ERROR_INCOMPATIBLE, "%s", why);
