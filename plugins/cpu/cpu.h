@@ -46,6 +46,13 @@
 #define ACCEL_CPU_DEVICES_DEFAULT 1u
 #define ACCEL_CPU_DEVICES_MAX 64u
 
+// Parses a count the CPU plugin's variables take (ACCEL_CPU_DEVICES,
+// ACCEL_CPU_THREADS, ACCEL_CPU_TUNE_BUSY): decimal digits only, at most
+// `digits` of them, worth 1 to `max`. False otherwise; `*out` is then
+// unchanged. device.c.
+bool accel_cpu_parse_count(const char* text, size_t digits, uint32_t max,
+                           uint32_t* out);
+
 // Alignment of every device allocation, in bytes (a cache line and the
 // widest vector register).
 #define ACCEL_CPU_ALIGNMENT 64u

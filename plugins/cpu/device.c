@@ -10,15 +10,16 @@
 
 #include "cpu.h"
 
-// Parses a decimal count of ACCEL_CPU_DEVICES; false unless 1..64.
-static bool accel_cpu_parse_devices(const char* text, uint32_t* out_count) {
-  if (!isdigit((unsigned char)text[0]) || strlen(text) > 2) return false;
-  for (const char* p = text; *p != '\0'; p++) {
-    if (!isdigit((unsigned char)*p)) return false;
+bool accel_cpu_parse_count(const char* text, size_t digits, uint32_t max,
+                           uint32_t* out) {
+  size_t len = strlen(text);
+  if (len == 0 || len > digits) return false;
+  for (size_t i = 0; i < len; i++) {
+    if (!isdigit((unsigned char)text[i])) return false;
   }
-  unsigned long value = strtoul(text, NULL, 10);
-  if (value < 1 || value > ACCEL_CPU_DEVICES_MAX) return false;
-  *out_count = (uint32_t)value;
+  unsigned long long value = strtoull(text, NULL, 10);
+  if (value < 1 || value > max) return false;
+  *out = (uint32_t)value;
   return true;
 }
 
@@ -66,7 +67,7 @@ accel_status_t accel_cpu_plugin_configure(accel_cpu_plugin_t* plugin) {
     const char* devices = host->getenv(host, "ACCEL_CPU_DEVICES");
     const char* memory = host->getenv(host, "ACCEL_CPU_MEMORY_LIMIT");
     if (devices != NULL && devices[0] != '\0' &&
-        !accel_cpu_parse_devices(devices, &count)) {
+        !accel_cpu_parse_count(devices, 2, ACCEL_CPU_DEVICES_MAX, &count)) {
       status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                           "ACCEL_CPU_DEVICES='%s' is not a number between 1 "
                           "and 64",

@@ -273,15 +273,14 @@ static int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin,
 // to be cached: ACCEL_CPU_TUNE_BUSY, else a quarter of the usable CPUs
 // (at least 1). Timings taken while other work competes for the cores
 // can pick the wrong engine by far: on a 16-core Xeon, oneDNN's AMX bf16
-// kernel (6x OpenBLAS on converted data) lost its timing while PoCL's 16
-// threads ran accel-conform's work in the same process, and the cached
-// choice then held in every later process.
+// kernel (6x OpenBLAS on converted data when quiet) lost the timings taken
+// inside accel-conform runs on PoCL (16 PoCL threads in the process), and
+// the cached choice then held in every later process.
 static uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host) {
   const char* text = host->getenv(host, "ACCEL_CPU_TUNE_BUSY");
+  uint32_t busy = 0;
   if (text != NULL && text[0] != '\0') {
-    char* end = NULL;
-    unsigned long v = strtoul(text, &end, 10);
-    if (*end == '\0' && v > 0 && v <= UINT32_MAX) return (uint32_t)v;
+    if (accel_cpu_parse_count(text, 10, UINT32_MAX, &busy)) return busy;
     host->log(host, ACCEL_LOG_WARN,
               "ACCEL_CPU_TUNE_BUSY='%s' is not a positive count; ignored",
               text);

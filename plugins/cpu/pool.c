@@ -20,7 +20,6 @@
 // claimed, takes the job out of the queue and waits for `active` to drop
 // to zero, so no helper touches the job (which lives on the caller's
 // stack) after the caller returns.
-#include <ctype.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,15 +214,7 @@ static bool accel_cpu_pool_parse(const accel_host_t* host, uint32_t* out_width,
   *out_text = text;
   *out_width = 0;
   if (text == NULL || text[0] == '\0') return true;
-  size_t len = strlen(text);
-  if (len > 4) return false;
-  for (size_t i = 0; i < len; i++) {
-    if (!isdigit((unsigned char)text[i])) return false;
-  }
-  unsigned long value = strtoul(text, NULL, 10);
-  if (value < 1 || value > ACCEL_CPU_THREADS_MAX) return false;
-  *out_width = (uint32_t)value;
-  return true;
+  return accel_cpu_parse_count(text, 4, ACCEL_CPU_THREADS_MAX, out_width);
 }
 
 uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin) {
