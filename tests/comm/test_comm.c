@@ -15,12 +15,12 @@
 // must see its next collective fail (ACCEL_ERROR_TIMEOUT within the
 // communicator's timeout, or ACCEL_ERROR_DEVICE_LOST when the engine sees
 // the peer go) or, where the engine reports the loss asynchronously as
-// NCCL does, the call after it, and the communicator refuse later calls. With "stall",
-// rank 1 stops calling instead, past the others' timeout. With "missing",
-// the launcher left one rank out: accel_comm_create must fail within the
-// timeout, naming it. With "refused", the MPI engine, started without
-// mpirun or ompi-server, must refuse at once and say why. With
-// "init_stall", rank 1 passes the rendezvous and then never finishes
+// NCCL does, the call after it, and the communicator refuse later calls.
+// With "stall", rank 1 stops calling instead, past the others' timeout.
+// With "missing", the launcher left one rank out: accel_comm_create must
+// fail within the timeout, naming it. With "refused", the MPI engine,
+// started without mpirun or ompi-server, must refuse at once and say why.
+// With "init_stall", rank 1 passes the rendezvous and then never finishes
 // NCCL's set-up (FAKENCCL_INIT_STALL): the others' accel_comm_create must
 // fail within the timeout, naming ncclCommInitRank, instead of hanging.
 #include <accel/accel.h>

@@ -20,9 +20,9 @@
 // raw cuMemAlloc buffers holding the same values in the same dtype, with
 // the plugin's arguments (swapped operands for row-major, CUBLAS_COMPUTE_
 // 32F or 32F_FAST_TF32, a workspace of the plugin's size, its math mode
-// with f32 split-K reductions), one product and
-// one cuStreamSynchronize per iteration as on the accel side. Sizes on a
-// GPU: 1024 and 4096 (quick), 4096 and 8192 (--full).
+// with f32 split-K reductions), one product and one cuStreamSynchronize
+// per iteration as on the accel side. Sizes on a GPU: 1024 and 4096
+// (quick), 4096 and 8192 (--full).
 //
 // On OpenCL the baseline is CLBlastSgemm called directly (opencl_raw.c)
 // on raw cl_mem buffers of the same f32 values, row-major, one product
