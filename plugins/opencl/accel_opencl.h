@@ -240,17 +240,30 @@ struct accel_opencl_pinned {
   void* ptr;
 };
 
+// Sub-buffers a device allocation keeps for kernel arguments at an offset
+// (accel_opencl_mem_view); past this many, a view is made per launch.
+#define ACCEL_OPENCL_MEM_VIEWS 16
+
 // A device allocation. Every `void* mem` the core passes is one of these.
+// `views` holds one reference on each sub-buffer made for a kernel
+// argument at `view_offsets[i]`, released by mem_free; `views_lock`
+// guards them and is held while a sub-buffer is created.
 typedef struct accel_opencl_mem {
   cl_mem mem;
   uint64_t size;
+  pthread_mutex_t views_lock;
+  uint32_t view_count;
+  uint64_t view_offsets[ACCEL_OPENCL_MEM_VIEWS];
+  cl_mem views[ACCEL_OPENCL_MEM_VIEWS];
 } accel_opencl_mem_t;
 
-// A cl_mem covering [offset, offset + size) of `mem`: `mem->mem` itself
-// (retained) when offset is 0 and size the whole buffer, otherwise a new
-// sub-buffer. `offset` must be a multiple of the device's
-// base_addr_align, which the core guarantees for kernel arguments. The
-// caller releases the result with clReleaseMemObject.
+// A cl_mem starting at `offset` of `mem` and reaching its end, for a
+// kernel argument: `mem->mem` itself when offset is 0, otherwise the
+// sub-buffer `mem` keeps for that offset (made at its first use; one per
+// launch once ACCEL_OPENCL_MEM_VIEWS offsets are kept). Either way retained
+// for the caller, who releases it with clReleaseMemObject once the launch
+// is enqueued. `offset` must be a multiple of the device's base_addr_align,
+// which the core guarantees for kernel arguments. Thread-safe.
 accel_status_t accel_opencl_mem_view(accel_opencl_device_t* device,
                                      accel_opencl_mem_t* mem, uint64_t offset,
                                      cl_mem* out);

@@ -26,8 +26,9 @@ accel_status_t accel_opencl_mem_alloc(void* device_ptr, size_t size,
                       "allocation (%llu bytes, CL_DEVICE_MAX_MEM_ALLOC_SIZE)",
                       device->index, size, (unsigned long long)limit);
   }
-  accel_opencl_mem_t* mem = malloc(sizeof(*mem));
-  if (mem == NULL) {
+  accel_opencl_mem_t* mem = calloc(1, sizeof(*mem));
+  if (mem == NULL || pthread_mutex_init(&mem->views_lock, NULL) != 0) {
+    free(mem);
     return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
                       "opencl:%u: buffer handle", device->index);
   }
@@ -36,6 +37,7 @@ accel_status_t accel_opencl_mem_alloc(void* device_ptr, size_t size,
                                         size, NULL, &err);
   mem->size = size;
   if (err != CL_SUCCESS) {
+    pthread_mutex_destroy(&mem->views_lock);
     free(mem);
     return accel_opencl_check(host, err, "clCreateBuffer");
   }
@@ -49,7 +51,11 @@ void accel_opencl_mem_free(void* device_ptr, void* mem_ptr) {
   accel_opencl_mem_t* mem = mem_ptr;
   if (mem == NULL) return;
   // OpenCL keeps the buffer until the commands that use it are done.
+  for (uint32_t i = 0; i < mem->view_count; i++) {
+    device->cl->clReleaseMemObject(mem->views[i]);
+  }
   device->cl->clReleaseMemObject(mem->mem);
+  pthread_mutex_destroy(&mem->views_lock);
   atomic_fetch_sub(&device->allocated, mem->size);
   free(mem);
 }
@@ -70,11 +76,39 @@ accel_status_t accel_opencl_mem_view(accel_opencl_device_t* device,
         "%u-byte sub-buffer alignment or is past the end",
         device->index, (unsigned long long)offset, device->base_addr_align);
   }
-  cl_buffer_region region = {.origin = offset, .size = mem->size - offset};
+  // Kept sub-buffers: a launch at a known offset costs a lookup instead of
+  // a clCreateSubBuffer and a release per launch, and sub-buffers of one
+  // buffer are created one thread at a time (the lock).
+  const accel_opencl_api_t* cl = device->cl;
+  const char* what = "clCreateSubBuffer";
   cl_int err = CL_SUCCESS;
-  *out = device->cl->clCreateSubBuffer(
-      mem->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-  return accel_opencl_check(device->host, err, "clCreateSubBuffer");
+  pthread_mutex_lock(&mem->views_lock);
+  for (uint32_t i = 0; i < mem->view_count; i++) {
+    if (mem->view_offsets[i] == offset) {
+      err = cl->clRetainMemObject(mem->views[i]);
+      if (err == CL_SUCCESS) *out = mem->views[i];
+      pthread_mutex_unlock(&mem->views_lock);
+      return accel_opencl_check(device->host, err, "clRetainMemObject");
+    }
+  }
+  cl_buffer_region region = {.origin = offset, .size = mem->size - offset};
+  cl_mem view = cl->clCreateSubBuffer(mem->mem, CL_MEM_READ_WRITE,
+                                      CL_BUFFER_CREATE_TYPE_REGION, &region,
+                                      &err);
+  if (err == CL_SUCCESS && mem->view_count < ACCEL_OPENCL_MEM_VIEWS) {
+    // The list keeps the creation's reference; the caller gets another.
+    err = cl->clRetainMemObject(view);
+    what = "clRetainMemObject";
+    if (err == CL_SUCCESS) {
+      mem->view_offsets[mem->view_count] = offset;
+      mem->views[mem->view_count++] = view;
+    } else {
+      cl->clReleaseMemObject(view);
+    }
+  }
+  pthread_mutex_unlock(&mem->views_lock);
+  if (err == CL_SUCCESS) *out = view;
+  return accel_opencl_check(device->host, err, what);
 }
 
 accel_status_t accel_opencl_host_alloc(void* device_ptr, size_t size,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // Helpers of the OpenCL kernel tests (test_opencl_kernels.c,
-// test_opencl_cache.c): one opencl:0 device and stream per process, and
-// buffer round trips. Every helper returns an accel_status_t so tests can
+// test_opencl_launch.c, test_opencl_cache.c): one opencl:0 device and
+// stream per process, and buffer round trips. Every helper returns an accel_status_t so tests can
 // ASSERT_OK it.
 #ifndef ACCEL_TESTS_OPENCL_OPENCL_TEST_H_
 #define ACCEL_TESTS_OPENCL_OPENCL_TEST_H_
