@@ -17,8 +17,9 @@
 //   (op kernels)        kernels.c  the loops those ops run (-O3)
 //   (conversions)       convert.c  blocked f16/bf16 <-> f32 conversions
 //   GEMM                gemm.c     op_gemm on the engine engine.c chose
-//   GEMM engines        engine.c   loads them, times them, picks one per
-//                                  dtype; engine_cache.c keeps the choice
+//   GEMM engines        engine.c   loads them, picks one per dtype and
+//                                  size class; engine_tune.c times them,
+//                                  engine_cache.c keeps the choice
 //   BLAS loader         blas.c     dlopen()s a BLAS library
 //   oneDNN              onednn.c   dlopen()s oneDNN, runs matmul primitives
 //   custom kernels      module.c   CPU shared objects and launches
@@ -91,9 +92,10 @@ typedef struct accel_cpu_plugin {
   // under `mutex`, then read lock-free.
   _Atomic(accel_cpu_pool_t*) pool;
   _Atomic(accel_cpu_engines_t*) engines;
-  // The GEMM engine chosen per dtype (engine.c): 0 until decided, then
-  // written once under `gemm_mutex` and read lock-free.
-  _Atomic uint32_t gemm_choice[3];
+  // The GEMM engine chosen per dtype and size class (engine.c): 0 until
+  // decided, then the engine id + 1, written once under `gemm_mutex` and
+  // read lock-free.
+  _Atomic uint32_t gemm_choice[3][3];
   pthread_mutex_t gemm_mutex;  // loading and timing the engines
   // f32 scratch kept between f16/bf16 GEMMs (gemm.c), or NULL.
   _Atomic(accel_cpu_scratch_t*) gemm_scratch;
@@ -682,6 +684,15 @@ typedef enum accel_cpu_engine_id {
 // Index of the dtypes GEMM takes in gemm_choice[]: 0 f32, 1 f16, 2 bf16.
 #define ACCEL_CPU_GEMM_DTYPES 3u
 
+// The size classes, by work m*n*k, each with its own engine decision
+// (bounds and the product each is timed on: engine_tune.c).
+enum {
+  ACCEL_CPU_GEMM_SMALL = 0,   // m*n*k < 2^24 (256^3)
+  ACCEL_CPU_GEMM_MEDIUM = 1,  // below 2^29 (1024*1024*512)
+  ACCEL_CPU_GEMM_LARGE = 2,
+  ACCEL_CPU_GEMM_CLASSES = 3,
+};
+
 // What a GEMM of one dtype runs on.
 typedef struct accel_cpu_gemm_engine {
   accel_cpu_engine_id_t id;
@@ -690,58 +701,88 @@ typedef struct accel_cpu_gemm_engine {
   const accel_cpu_onednn_t* onednn;  // for ACCEL_CPU_ENGINE_ONEDNN
 } accel_cpu_gemm_engine_t;
 
-// The engine for GEMMs with A and B of `dtype` (f32, f16, bf16). At the
-// first call for a dtype it loads the engine libraries (once per plugin),
-// and picks one: ACCEL_CPU_GEMM when it names one, else a decision cached
-// on disk for this CPU, thread count and library versions, else the
-// fastest on a timed product (run on `pool`), then cached. Returns
+// The engine for `gemm` (A and B f32, f16 or bf16; its size class from m,
+// n, k). At the first call it loads the engine libraries (once per
+// plugin); at the first call for a dtype and class it picks one:
+// ACCEL_CPU_GEMM when it names one, else a decision cached on disk for
+// this CPU, thread count and library versions, else the fastest on the
+// class's timed product (run on `pool`), then cached. Returns
 // ACCEL_ERROR_UNSUPPORTED when no engine can be loaded (or the forced one
 // cannot), ACCEL_ERROR_INVALID_ARGUMENT for a malformed ACCEL_CPU_GEMM.
-// Thread-safe; a first call may take a few hundred milliseconds.
+// Thread-safe; a first call of a class may take a few hundred
+// milliseconds.
 accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
                                          accel_cpu_pool_t* pool,
-                                         uint32_t dtype,
+                                         const accel_plugin_gemm_t* gemm,
                                          accel_cpu_gemm_engine_t* out);
 
 // Frees what the engines loaded. NULL is ignored. Called by unload.
 void accel_cpu_engines_destroy(accel_cpu_engines_t* engines);
 
-// Writes the GEMM part of a device's features into `out`: per dtype the
-// engine ACCEL_CPU_GEMM forces, else the one cached on disk for this CPU
-// model (`cpu_name`) and thread count, else "auto". Reads one small file
-// and loads no library, so device_open stays cheap; the string does not
-// change for the device's lifetime.
+// Writes the GEMM part of a device's features into `out`: per dtype and
+// class the engine ACCEL_CPU_GEMM forces, else the one this process
+// decided, else the one cached on disk for this CPU model (`cpu_name`) and
+// thread count; then per dtype the engine when all classes agree
+// ("gemm-f32=openblas"), "auto" when none is known, else the classes in
+// order ("gemm-f32=openblas/openblas/onednn", small/medium/large, "auto"
+// where not known). Reads one small file and loads no library, so
+// device_open stays cheap; the string does not change for the device's
+// lifetime.
 void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
                              char* out, size_t size);
 
 // Name of engine `id` ("openblas", "blis", "blas", "onednn").
 const char* accel_cpu_engine_name(accel_cpu_engine_id_t id);
 
-// Parses ACCEL_CPU_GEMM: `text` is one engine name for every dtype, or
-// comma-separated `dtype=engine` pairs (dtype f32, f16 or bf16). Fills
-// `forced[dtype index]` with the engine id, or -1 where none is forced.
-// Returns false for a malformed value.
-bool accel_cpu_gemm_parse(const char* text, int forced[3]);
+// Parses ACCEL_CPU_GEMM: `text` is one engine name for every dtype and
+// class, or comma-separated `dtype=engine` (every class) and
+// `dtype@class=engine` items (dtype f32, f16 or bf16; class small, medium
+// or large; a class item wins over its dtype's, in any order). Fills
+// `forced[dtype index][class]` with the engine id, or -1 where none is
+// forced. Returns false for a malformed value.
+bool accel_cpu_gemm_parse(
+    const char* text,
+    int forced[ACCEL_CPU_GEMM_DTYPES][ACCEL_CPU_GEMM_CLASSES]);
+
+// The size class of an m x n x k product (ACCEL_CPU_GEMM_SMALL...).
+int accel_cpu_gemm_class(uint64_t m, uint64_t n, uint64_t k);
+
+// Name of class `cls` ("small", "medium", "large").
+const char* accel_cpu_gemm_class_name(int cls);
+
+// Times the `count` engines in `candidates` (in that order) on class
+// `cls`'s product in dtype index `dt`, run on `pool`, and logs the result
+// at info level (engine_tune.c). Returns the index of the fastest in
+// `candidates`, or -1 when none ran (or its operands could not be
+// allocated).
+int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin, accel_cpu_pool_t* pool,
+                          int dt, int cls,
+                          const accel_cpu_gemm_engine_t* candidates, int count);
+
+// How many other runnable threads make a timing too noisy to cache:
+// ACCEL_CPU_TUNE_BUSY, else a quarter of the usable CPUs, at least 1.
+uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host);
 
 // The disk cache of decisions (engine_cache.c): the file
 // $XDG_CACHE_HOME/accel/cpu-gemm.txt (else $HOME/.cache/accel/...), one
-// line per decision: `key<TAB>dtype<TAB>engine`. Writes `path` (empty
+// line per decision: `key<TAB>dtype@class<TAB>engine` (lines from before
+// the classes name the dtype alone). Writes `path` (empty
 // when neither variable is set).
 void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
                                size_t size);
 
-// The engine id of the last line of `path` for `dtype_name` whose key
-// equals `key`; -1 when none. With `prefix_only`, the keys that start
-// with `key` are compared: their decisions (the last line of each) when
-// they all agree, else -1.
+// The engine id of the last line of `path` whose second field is `field`
+// (or `legacy`, when not NULL) and whose key equals `key`; -1 when none.
+// With `prefix_only`, the keys that start with `key` are compared: their
+// decisions (the last line of each) when they all agree, else -1.
 int accel_cpu_gemm_cache_find(const char* path, const char* key,
-                              bool prefix_only, const char* dtype_name);
+                              bool prefix_only, const char* field,
+                              const char* legacy);
 
 // Appends a decision to `path`, creating its directory. Best effort:
 // returns false when it cannot be written.
 bool accel_cpu_gemm_cache_store(const char* path, const char* key,
-                                const char* dtype_name,
-                                accel_cpu_engine_id_t id);
+                                const char* field, accel_cpu_engine_id_t id);
 
 // Runs the GEMM `g` (pointers already offset) on `engine` (gemm.c); used by
 // the stream task and by the engine timing. The reason in `message` on

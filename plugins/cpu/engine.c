@@ -3,36 +3,27 @@
 // GEMM engines chosen by measurement. At the first GEMM the plugin loads
 // every engine it can find: the BLAS libraries (OpenBLAS and BLIS, or
 // exactly the one ACCEL_CPU_BLAS names; libblas.so.3 only when neither is
-// there) and oneDNN. Then, at the first GEMM of each dtype, it picks one:
-//   1. ACCEL_CPU_GEMM, when it names an engine for the dtype;
+// there) and oneDNN. Then, at the first GEMM of each dtype and size class
+// (small, medium, large by m*n*k: engine_tune.c), it picks one:
+//   1. ACCEL_CPU_GEMM, when it names an engine for the dtype and class;
 //   2. the decision cached on disk (engine_cache.c) under the same key:
 //      CPU model, thread count and the loaded libraries' descriptions
 //      (versions, kernels, threading), unless ACCEL_CPU_GEMM_RETUNE=1;
-//   3. otherwise the fastest on a timed product of ACCEL_CPU_TUNE_N^3 in
-//      that dtype, which is then cached on disk.
+//   3. otherwise the fastest on the class's timed product in that dtype
+//      (engine_tune.c), which is then cached on disk.
 // No CPU model rule is involved: a library that picked a poor kernel for
 // this CPU loses the timing. The decision holds for the process.
 //
-// Timing: each engine runs warm-up products for at least
-// ACCEL_CPU_TUNE_WARM_NS (OpenBLAS's threads spin for a while after a
-// call, which would slow the next engine's first runs), then the best of
-// ACCEL_CPU_TUNE_RUNS products counts. For f16/bf16 the candidates are the
-// conversion to f32 with the f32 winner, and oneDNN's own kernel where it
-// has an optimised one (AVX-512 BF16/FP16, AMX); another f32 engine under
-// the same conversion would only repeat the f32 comparison.
+// For f16/bf16 the candidates are the conversion to f32 with the f32
+// winner of the same class, and oneDNN's own kernel where it has an
+// optimised one (AVX-512 BF16/FP16, AMX); another f32 engine under the
+// same conversion would only repeat the f32 comparison.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "convert.h"
 #include "cpu.h"
-
-// The timed product: large enough for every engine to reach its blocked
-// kernels and threads, small enough that timing all of them costs a few
-// hundred milliseconds on a small machine once per cache key.
-#define ACCEL_CPU_TUNE_N 512u
-#define ACCEL_CPU_TUNE_RUNS 3
-#define ACCEL_CPU_TUNE_WARM_NS 60000000ull
 
 struct accel_cpu_engines {
   accel_cpu_blas_t* blas[3];   // by engine id; NULL when not loaded
@@ -64,43 +55,85 @@ static int accel_cpu_gemm_dtype_index(uint32_t dtype) {
   }
 }
 
-static int accel_cpu_engine_lookup(const char* name, size_t len) {
-  for (int i = 0; i < (int)ACCEL_CPU_ENGINE_COUNT; i++) {
-    if (strlen(accel_cpu_engine_names[i]) == len &&
-        strncmp(name, accel_cpu_engine_names[i], len) == 0) {
+// Index of the name the `len` characters at `text` spell in `names`, or
+// -1.
+static int accel_cpu_name_lookup(const char* const* names, int count,
+                                 const char* text, size_t len) {
+  for (int i = 0; i < count; i++) {
+    if (strlen(names[i]) == len && strncmp(text, names[i], len) == 0) {
       return i;
     }
   }
   return -1;
 }
 
-bool accel_cpu_gemm_parse(const char* text, int forced[3]) {
-  for (int i = 0; i < 3; i++) forced[i] = -1;
+static int accel_cpu_engine_lookup(const char* name, size_t len) {
+  return accel_cpu_name_lookup(accel_cpu_engine_names,
+                               (int)ACCEL_CPU_ENGINE_COUNT, name, len);
+}
+
+static int accel_cpu_class_lookup(const char* name, size_t len) {
+  for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
+    const char* class_name = accel_cpu_gemm_class_name(c);
+    if (strlen(class_name) == len && strncmp(name, class_name, len) == 0) {
+      return c;
+    }
+  }
+  return -1;
+}
+
+// One `dtype[@class]=engine` item of ACCEL_CPU_GEMM, the `len` characters
+// at `item`: its dtype index, class (-1 for every class) and engine id.
+static bool accel_cpu_gemm_parse_item(const char* item, size_t len, int* dt,
+                                      int* cls, int* id) {
+  const char* eq = memchr(item, '=', len);
+  if (eq == NULL) return false;
+  const char* at = memchr(item, '@', (size_t)(eq - item));
+  const char* dt_end = at != NULL ? at : eq;
+  *dt = accel_cpu_name_lookup(accel_cpu_gemm_dtype_names,
+                              (int)ACCEL_CPU_GEMM_DTYPES, item,
+                              (size_t)(dt_end - item));
+  *cls =
+      at != NULL ? accel_cpu_class_lookup(at + 1, (size_t)(eq - at - 1)) : -1;
+  *id = accel_cpu_engine_lookup(eq + 1, (size_t)(item + len - eq - 1));
+  return *dt >= 0 && (at == NULL || *cls >= 0) && *id >= 0;
+}
+
+bool accel_cpu_gemm_parse(
+    const char* text,
+    int forced[ACCEL_CPU_GEMM_DTYPES][ACCEL_CPU_GEMM_CLASSES]) {
+  int wide[ACCEL_CPU_GEMM_DTYPES];
+  for (int d = 0; d < (int)ACCEL_CPU_GEMM_DTYPES; d++) {
+    wide[d] = -1;
+    for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) forced[d][c] = -1;
+  }
   if (text == NULL || text[0] == '\0') return true;
   if (strchr(text, '=') == NULL) {
     int id = accel_cpu_engine_lookup(text, strlen(text));
-    for (int i = 0; i < 3; i++) forced[i] = id;
+    for (int d = 0; d < (int)ACCEL_CPU_GEMM_DTYPES; d++) {
+      for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) forced[d][c] = id;
+    }
     return id >= 0;
   }
-  const char* p = text;
-  while (*p != '\0') {
-    const char* eq = strchr(p, '=');
-    if (eq == NULL) return false;
-    const char* end = strchr(eq, ',');
-    if (end == NULL) end = eq + strlen(eq);
-    int dt = -1;
-    for (int i = 0; i < 3; i++) {
-      size_t n = strlen(accel_cpu_gemm_dtype_names[i]);
-      if ((size_t)(eq - p) == n &&
-          strncmp(p, accel_cpu_gemm_dtype_names[i], n) == 0) {
-        dt = i;
-      }
+  for (const char* p = text;;) {
+    const char* end = p + strcspn(p, ",");
+    int dt, cls, id;
+    if (!accel_cpu_gemm_parse_item(p, (size_t)(end - p), &dt, &cls, &id)) {
+      return false;
     }
-    int id = accel_cpu_engine_lookup(eq + 1, (size_t)(end - eq - 1));
-    if (dt < 0 || id < 0) return false;
-    forced[dt] = id;
-    if (*end == ',' && end[1] == '\0') return false;
-    p = *end == ',' ? end + 1 : end;
+    if (cls < 0) {
+      wide[dt] = id;
+    } else {
+      forced[dt][cls] = id;
+    }
+    if (*end == '\0') break;
+    p = end + 1;  // "f32=blis," ends in an empty item, which fails
+  }
+  // A class named on its own wins over its dtype, in any order.
+  for (int d = 0; d < (int)ACCEL_CPU_GEMM_DTYPES; d++) {
+    for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
+      if (forced[d][c] < 0) forced[d][c] = wide[d];
+    }
   }
   return true;
 }
@@ -187,187 +220,172 @@ static void accel_cpu_engine_fill(const accel_cpu_engines_t* e, int id,
                                                          : ACCEL_DTYPE_BF16);
 }
 
-// Seconds-per-product of the best timed run of `engine` on `g`, or a
-// negative value when it failed.
-static double accel_cpu_engine_time(accel_cpu_plugin_t* plugin,
-                                    accel_cpu_pool_t* pool,
-                                    const accel_cpu_gemm_engine_t* engine,
-                                    const accel_plugin_gemm_t* g) {
-  char message[ACCEL_CPU_MESSAGE_SIZE];
-  uint64_t start = accel_cpu_now_ns();
-  do {
-    if (accel_cpu_gemm_execute(plugin, pool, engine, g, message,
-                               sizeof(message)) != ACCEL_OK) {
-      plugin->host->log(plugin->host, ACCEL_LOG_INFO,
-                        "gemm engine %s failed its timing: %s",
-                        accel_cpu_engine_name(engine->id), message);
-      return -1.0;
-    }
-  } while (accel_cpu_now_ns() - start < ACCEL_CPU_TUNE_WARM_NS);
-  double best = -1.0;
-  for (int r = 0; r < ACCEL_CPU_TUNE_RUNS; r++) {
-    uint64_t t0 = accel_cpu_now_ns();
-    (void)accel_cpu_gemm_execute(plugin, pool, engine, g, message,
-                                 sizeof(message));
-    double s = (double)(accel_cpu_now_ns() - t0) * 1e-9;
-    if (best < 0 || s < best) best = s;
-  }
-  return best;
+// The cache line's second field for dtype index `dt` and class `cls`:
+// "f32@large".
+static void accel_cpu_gemm_field(int dt, int cls, char* out, size_t size) {
+  snprintf(out, size, "%s@%s", accel_cpu_gemm_dtype_names[dt],
+           accel_cpu_gemm_class_name(cls));
 }
 
-// Times the candidates for dtype index `dt` and returns the winner's id
-// (with `native` set for oneDNN's own f16/bf16 kernel); -1 when out of
-// memory for the operands.
-static int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin,
-                                 accel_cpu_pool_t* pool,
-                                 const accel_cpu_engines_t* e, int dt,
-                                 int f32_winner) {
-  static const uint32_t dtypes[3] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_F16,
-                                     ACCEL_DTYPE_BF16};
-  uint64_t n = ACCEL_CPU_TUNE_N;
-  size_t es = dt == 0 ? 4 : 2;
-  unsigned char* buf = aligned_alloc(ACCEL_CPU_ALIGNMENT, 3 * n * n * es);
-  if (buf == NULL) return -1;
-  float row[ACCEL_CPU_TUNE_N];
-  for (uint64_t i = 0; i < 3 * n; i++) {
-    for (uint64_t j = 0; j < n; j++) row[j] = (float)((i + j) % 17) / 16.0f;
-    accel_cpu_from_f32_block(buf + i * n * es, row, dtypes[dt], n);
+// The engine cached in `path` for dtype index `dt` and class `cls` under
+// `key` (a prefix when `prefix_only`), or -1. A line of the format before
+// classes names the dtype alone ("f32"); it was timed at 512^3, the medium
+// class's product, and counts for that class only, so that the other
+// classes are timed rather than inherit a decision measured elsewhere.
+static int accel_cpu_gemm_cached(const char* path, const char* key,
+                                 bool prefix_only, int dt, int cls) {
+  char field[32];
+  accel_cpu_gemm_field(dt, cls, field, sizeof(field));
+  return accel_cpu_gemm_cache_find(
+      path, key, prefix_only, field,
+      cls == ACCEL_CPU_GEMM_MEDIUM ? accel_cpu_gemm_dtype_names[dt] : NULL);
+}
+
+// The engine ACCEL_CPU_GEMM forces for dtype index `dt` and class `cls`
+// (-1 for none), or -2 with `status` set when it is malformed or names an
+// engine that did not load.
+static int accel_cpu_engine_forced(accel_cpu_plugin_t* plugin,
+                                   const accel_cpu_engines_t* e, int dt,
+                                   int cls, accel_status_t* status) {
+  const accel_host_t* host = plugin->host;
+  const char* text = host->getenv(host, "ACCEL_CPU_GEMM");
+  int forced[ACCEL_CPU_GEMM_DTYPES][ACCEL_CPU_GEMM_CLASSES];
+  if (!accel_cpu_gemm_parse(text, forced)) {
+    *status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                         "ACCEL_CPU_GEMM='%s' is not an engine (openblas, "
+                         "blis, blas, onednn) or a comma-separated list of "
+                         "dtype=engine or dtype@class=engine (dtype f32, "
+                         "f16, bf16; class small, medium, large)",
+                         text);
+    return -2;
   }
-  accel_plugin_gemm_t g = {.struct_size = sizeof(g), .a_dtype = dtypes[dt],
-                           .b_dtype = dtypes[dt], .c_dtype = dtypes[dt],
-                           .m = n, .n = n, .k = n, .alpha = 1.0,
-                           .a = buf, .lda = n, .b = buf + n * n * es,
-                           .ldb = n, .c = buf + 2 * n * n * es, .ldc = n};
+  int id = forced[dt][cls];
+  if (id >= 0 && !accel_cpu_engine_loaded(e, id)) {
+    // The key ends with the loaded libraries' descriptions.
+    const char* loaded = strrchr(e->key, '|');
+    *status = host->fail(
+        host, ACCEL_ERROR_UNSUPPORTED,
+        "ACCEL_CPU_GEMM forces %s for %s@%s, which is not "
+        "loaded (loaded: %s%s)",
+        accel_cpu_engine_name((accel_cpu_engine_id_t)id),
+        accel_cpu_gemm_dtype_names[dt], accel_cpu_gemm_class_name(cls),
+        loaded != NULL ? loaded + 1 : e->key, plugin->engines_error);
+    return -2;
+  }
+  return id;
+}
+
+// Times the candidates for dtype index `dt` and class `cls` (the f32
+// winner of the class is `f32`), and caches the winner in `path` unless
+// the machine was busy. Returns the winner, or -1 with `status` set.
+static int accel_cpu_engine_time_class(accel_cpu_plugin_t* plugin,
+                                       accel_cpu_pool_t* pool,
+                                       const accel_cpu_engines_t* e, int dt,
+                                       int cls, int f32, const char* path,
+                                       accel_status_t* status) {
+  const accel_host_t* host = plugin->host;
   // OpenBLAS last: after a call its idle threads yield-spin for about 2^28
   // cycles (0.1 s), longer than the warm-up, and would slow the engine
   // timed after it. libgomp's threads (oneDNN) spin for much less.
   static const int order[ACCEL_CPU_ENGINE_COUNT] = {
       ACCEL_CPU_ENGINE_BLIS, ACCEL_CPU_ENGINE_BLAS, ACCEL_CPU_ENGINE_ONEDNN,
       ACCEL_CPU_ENGINE_OPENBLAS};
-  char report[384] = "";
-  int best_id = -1;
-  double best = 0;
+  accel_cpu_gemm_engine_t candidates[ACCEL_CPU_ENGINE_COUNT];
+  int count = 0;
   for (int i = 0; i < (int)ACCEL_CPU_ENGINE_COUNT; i++) {
-    int id = order[i];
-    if (!accel_cpu_engine_loaded(e, id)) continue;
-    accel_cpu_gemm_engine_t engine;
-    accel_cpu_engine_fill(e, id, dt, &engine);
+    if (!accel_cpu_engine_loaded(e, order[i])) continue;
+    accel_cpu_engine_fill(e, order[i], dt, &candidates[count]);
     // f16/bf16: the f32 winner converted, or oneDNN's own kernel.
-    if (dt > 0 && id != f32_winner && !engine.native) continue;
-    double s = accel_cpu_engine_time(plugin, pool, &engine, &g);
-    size_t used = strlen(report);
-    snprintf(report + used, sizeof(report) - used, "%s%s %.1f",
-             used ? ", " : "", accel_cpu_engine_name((accel_cpu_engine_id_t)id),
-             s > 0 ? 2.0 * (double)n * (double)n * (double)n / s * 1e-9 : 0.0);
-    if (s > 0 && (best_id < 0 || s < best)) best_id = id, best = s;
+    if (dt > 0 && order[i] != f32 && !candidates[count].native) continue;
+    count++;
   }
-  free(buf);
-  plugin->host->log(plugin->host, ACCEL_LOG_INFO,
-                    "gemm-%s timed at %llu^3 (GFLOP/s): %s -> %s",
-                    accel_cpu_gemm_dtype_names[dt], (unsigned long long)n,
-                    report, accel_cpu_engine_name(best_id));
-  return best_id;
+  char field[32];
+  accel_cpu_gemm_field(dt, cls, field, sizeof(field));
+  uint32_t others = accel_cpu_sysinfo_other_runnable();
+  int best = accel_cpu_engine_tune(plugin, pool, dt, cls, candidates, count);
+  if (best < 0) {
+    *status = host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                         "cpu: gemm: no engine passed the timing of %s", field);
+    return -1;
+  }
+  int id = (int)candidates[best].id;
+  uint32_t busy = accel_cpu_tune_busy_threshold(host);
+  if (others >= busy) {
+    host->log(host, ACCEL_LOG_INFO,
+              "gemm-%s: timed while %u other threads were runnable (%u "
+              "or more count as busy, ACCEL_CPU_TUNE_BUSY): the choice "
+              "holds for this process and is not cached on disk",
+              field, (unsigned)others, (unsigned)busy);
+  } else if (path[0] != '\0' &&
+             !accel_cpu_gemm_cache_store(path, e->key, field,
+                                         (accel_cpu_engine_id_t)id)) {
+    host->log(host, ACCEL_LOG_DEBUG, "cannot write %s", path);
+  }
+  return id;
 }
 
-// How many other runnable threads make the machine too busy for a timing
-// to be cached: ACCEL_CPU_TUNE_BUSY, else a quarter of the usable CPUs
-// (at least 1). Timings taken while other work competes for the cores
-// can pick the wrong engine by far: on a 16-core Xeon, oneDNN's AMX bf16
-// kernel (6x OpenBLAS on converted data when quiet) lost the timings taken
-// inside accel-conform runs on PoCL (16 PoCL threads in the process), and
-// the cached choice then held in every later process.
-static uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host) {
-  const char* text = host->getenv(host, "ACCEL_CPU_TUNE_BUSY");
-  uint32_t busy = 0;
-  if (text != NULL && text[0] != '\0') {
-    if (accel_cpu_parse_count(text, 10, UINT32_MAX, &busy)) return busy;
-    host->log(host, ACCEL_LOG_WARN,
-              "ACCEL_CPU_TUNE_BUSY='%s' is not a positive count; ignored",
-              text);
-  }
-  uint32_t cpus = accel_cpu_sysinfo_usable_cpus();
-  return cpus / 4 > 1 ? cpus / 4 : 1;
-}
-
-// Decides dtype index `dt` (gemm_mutex held, engines loaded). Returns the
-// engine id, or -1 with `status` set.
+// Decides dtype index `dt` and class `cls` (gemm_mutex held, engines
+// loaded). Returns the engine id, or -1 with `status` set.
 static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
                                    accel_cpu_pool_t* pool,
                                    const accel_cpu_engines_t* e, int dt,
-                                   accel_status_t* status) {
+                                   int cls, accel_status_t* status) {
   const accel_host_t* host = plugin->host;
-  uint32_t stored = atomic_load(&plugin->gemm_choice[dt]);
+  uint32_t stored = atomic_load(&plugin->gemm_choice[dt][cls]);
   if (stored != 0) return (int)stored - 1;
-  const char* text = host->getenv(host, "ACCEL_CPU_GEMM");
-  int forced[3];
-  if (!accel_cpu_gemm_parse(text, forced)) {
-    *status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
-                         "ACCEL_CPU_GEMM='%s' is not an engine (openblas, "
-                         "blis, blas, onednn) or a list of dtype=engine "
-                         "(f32, f16, bf16)",
-                         text);
-    return -1;
-  }
-  int id = forced[dt];
-  if (id >= 0 && !accel_cpu_engine_loaded(e, id)) {
-    // The key ends with the loaded libraries' descriptions.
-    const char* loaded = strrchr(e->key, '|');
-    *status = host->fail(host, ACCEL_ERROR_UNSUPPORTED,
-                         "ACCEL_CPU_GEMM forces %s for %s, which is not "
-                         "loaded (loaded: %s%s)",
-                         accel_cpu_engine_name((accel_cpu_engine_id_t)id),
-                         accel_cpu_gemm_dtype_names[dt],
-                         loaded != NULL ? loaded + 1 : e->key,
-                         plugin->engines_error);
-    return -1;
-  }
+  int id = accel_cpu_engine_forced(plugin, e, dt, cls, status);
+  if (id == -2) return -1;
   char path[1024];
   accel_cpu_gemm_cache_path(host, path, sizeof(path));
   const char* retune = host->getenv(host, "ACCEL_CPU_GEMM_RETUNE");
   bool redo = retune != NULL && strcmp(retune, "1") == 0;
   if (id < 0 && !redo && path[0] != '\0') {
-    id = accel_cpu_gemm_cache_find(path, e->key, false,
-                                   accel_cpu_gemm_dtype_names[dt]);
+    id = accel_cpu_gemm_cached(path, e->key, false, dt, cls);
     if (!accel_cpu_engine_loaded(e, id)) id = -1;
   }
   if (id < 0) {
-    int f32 = dt == 0 ? -1 : accel_cpu_engine_decide(plugin, pool, e, 0,
-                                                     status);
+    int f32 =
+        dt == 0 ? -1 : accel_cpu_engine_decide(plugin, pool, e, 0, cls, status);
     if (dt > 0 && f32 < 0) return -1;
-    uint32_t others = accel_cpu_sysinfo_other_runnable();
-    id = accel_cpu_engine_tune(plugin, pool, e, dt, f32);
-    if (id < 0) {
-      *status = host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
-                           "cpu: gemm: no engine passed the timing of %s",
-                           accel_cpu_gemm_dtype_names[dt]);
-      return -1;
-    }
-    uint32_t busy = accel_cpu_tune_busy_threshold(host);
-    if (others >= busy) {
-      host->log(host, ACCEL_LOG_INFO,
-                "gemm-%s: timed while %u other threads were runnable (%u "
-                "or more count as busy, ACCEL_CPU_TUNE_BUSY): the choice "
-                "holds for this process and is not cached on disk",
-                accel_cpu_gemm_dtype_names[dt], (unsigned)others,
-                (unsigned)busy);
-    } else if (path[0] != '\0' &&
-               !accel_cpu_gemm_cache_store(path, e->key,
-                                           accel_cpu_gemm_dtype_names[dt],
-                                           (accel_cpu_engine_id_t)id)) {
-      host->log(host, ACCEL_LOG_DEBUG, "cannot write %s", path);
-    }
+    id = accel_cpu_engine_time_class(plugin, pool, e, dt, cls, f32, path,
+                                     status);
+    if (id < 0) return -1;
   }
-  atomic_store(&plugin->gemm_choice[dt], (uint32_t)id + 1);
+  atomic_store(&plugin->gemm_choice[dt][cls], (uint32_t)id + 1);
   return id;
+}
+
+// Loads the engines once per plugin (gemm_mutex held); NULL with the
+// reason in `plugin->engines_error` when none loads.
+static accel_cpu_engines_t* accel_cpu_engines_get(accel_cpu_plugin_t* plugin) {
+  const accel_host_t* host = plugin->host;
+  accel_cpu_engines_t* e = atomic_load(&plugin->engines);
+  if (e != NULL || plugin->engines_tried) return e;
+  char tried[ACCEL_CPU_MESSAGE_SIZE - 96] = "";
+  e = accel_cpu_engines_load(plugin, tried, sizeof(tried));
+  plugin->engines_tried = true;
+  if (e != NULL) {
+    host->log(host, ACCEL_LOG_INFO, "GEMM engines: %s", e->key);
+    snprintf(plugin->engines_error, sizeof(plugin->engines_error), "%s%s",
+             tried[0] ? "; not loaded: " : "", tried);
+    atomic_store(&plugin->engines, e);
+  } else {
+    snprintf(plugin->engines_error, sizeof(plugin->engines_error),
+             "GEMM needs a BLAS library or oneDNN and none could be "
+             "loaded: %s; install libopenblas0, libblis4 or libdnnl2",
+             tried);
+  }
+  return e;
 }
 
 accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
                                          accel_cpu_pool_t* pool,
-                                         uint32_t dtype,
+                                         const accel_plugin_gemm_t* gemm,
                                          accel_cpu_gemm_engine_t* out) {
-  int dt = accel_cpu_gemm_dtype_index(dtype);
+  int dt = accel_cpu_gemm_dtype_index(gemm->a_dtype);
+  int cls = accel_cpu_gemm_class(gemm->m, gemm->n, gemm->k);
   accel_cpu_engines_t* e = atomic_load(&plugin->engines);
-  uint32_t stored = dt >= 0 ? atomic_load(&plugin->gemm_choice[dt]) : 0;
+  uint32_t stored = dt >= 0 ? atomic_load(&plugin->gemm_choice[dt][cls]) : 0;
   if (e != NULL && stored != 0) {
     accel_cpu_engine_fill(e, (int)stored - 1, dt, out);
     return ACCEL_OK;
@@ -375,60 +393,84 @@ accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
   const accel_host_t* host = plugin->host;
   if (dt < 0) {
     return host->fail(host, ACCEL_ERROR_UNSUPPORTED, "cpu: gemm dtype %u",
-                      (unsigned)dtype);
+                      (unsigned)gemm->a_dtype);
   }
   accel_status_t status = ACCEL_OK;
   pthread_mutex_lock(&plugin->gemm_mutex);
-  e = atomic_load(&plugin->engines);
-  if (e == NULL && !plugin->engines_tried) {
-    char tried[ACCEL_CPU_MESSAGE_SIZE - 96] = "";
-    e = accel_cpu_engines_load(plugin, tried, sizeof(tried));
-    plugin->engines_tried = true;
-    if (e != NULL) {
-      host->log(host, ACCEL_LOG_INFO, "GEMM engines: %s", e->key);
-      snprintf(plugin->engines_error, sizeof(plugin->engines_error),
-               "%s%s", tried[0] ? "; not loaded: " : "", tried);
-      atomic_store(&plugin->engines, e);
-    } else {
-      snprintf(plugin->engines_error, sizeof(plugin->engines_error),
-               "GEMM needs a BLAS library or oneDNN and none could be "
-               "loaded: %s; install libopenblas0, libblis4 or libdnnl2",
-               tried);
-    }
-  }
+  e = accel_cpu_engines_get(plugin);
   if (e == NULL) {
     status = host->fail(host, ACCEL_ERROR_UNSUPPORTED, "%s",
                         plugin->engines_error);
   } else {
-    int id = accel_cpu_engine_decide(plugin, pool, e, dt, &status);
+    int id = accel_cpu_engine_decide(plugin, pool, e, dt, cls, &status);
     if (id >= 0) accel_cpu_engine_fill(e, id, dt, out);
   }
   pthread_mutex_unlock(&plugin->gemm_mutex);
   return status;
 }
 
+// The features' value for one dtype whose classes have engines `ids`
+// (-1: not known): "auto" when none is known, the engine when every class
+// has the same one, else the classes in order, "openblas/openblas/onednn"
+// (small/medium/large, "auto" where not known).
+static void accel_cpu_gemm_feature_value(const int ids[ACCEL_CPU_GEMM_CLASSES],
+                                         char* out, size_t size) {
+  bool same = true, none = true;
+  for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
+    if (ids[c] != ids[0]) same = false;
+    if (ids[c] >= 0) none = false;
+  }
+  if (none || same) {
+    snprintf(
+        out, size, "%s",
+        none ? "auto" : accel_cpu_engine_name((accel_cpu_engine_id_t)ids[0]));
+    return;
+  }
+  out[0] = '\0';
+  for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
+    size_t used = strlen(out);
+    snprintf(out + used, size - used, "%s%s", c ? "/" : "",
+             ids[c] >= 0 ? accel_cpu_engine_name((accel_cpu_engine_id_t)ids[c])
+                         : "auto");
+  }
+}
+
 void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
                              char* out, size_t size) {
   const accel_host_t* host = plugin->host;
-  int forced[3];
+  int forced[ACCEL_CPU_GEMM_DTYPES][ACCEL_CPU_GEMM_CLASSES];
   bool valid = accel_cpu_gemm_parse(host->getenv(host, "ACCEL_CPU_GEMM"),
                                     forced);
   char path[1024], prefix[320];
   accel_cpu_gemm_cache_path(host, path, sizeof(path));
   accel_cpu_gemm_key_prefix(plugin, cpu_name, prefix, sizeof(prefix));
-  out[0] = '\0';
-  for (int dt = 0; dt < 3; dt++) {
-    uint32_t stored = atomic_load(&plugin->gemm_choice[dt]);
-    int id = valid ? forced[dt] : -1;
-    if (id < 0 && stored != 0) id = (int)stored - 1;
-    if (id < 0 && valid && path[0] != '\0') {
-      id = accel_cpu_gemm_cache_find(path, prefix, true,
-                                     accel_cpu_gemm_dtype_names[dt]);
+  char value[ACCEL_CPU_GEMM_DTYPES][64];
+  size_t total = 0;
+  for (int dt = 0; dt < (int)ACCEL_CPU_GEMM_DTYPES; dt++) {
+    int ids[ACCEL_CPU_GEMM_CLASSES];
+    for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
+      uint32_t stored = atomic_load(&plugin->gemm_choice[dt][c]);
+      ids[c] = valid ? forced[dt][c] : -1;
+      if (ids[c] < 0 && stored != 0) ids[c] = (int)stored - 1;
+      if (ids[c] < 0 && valid && path[0] != '\0') {
+        ids[c] = accel_cpu_gemm_cached(path, prefix, true, dt, c);
+      }
     }
+    accel_cpu_gemm_feature_value(ids, value[dt], sizeof(value[dt]));
+    total += strlen(" gemm-bf16=") + strlen(value[dt]);
+  }
+  // The device's string has room for about 95 characters (device.c):
+  // per-class values that do not fit say "auto", the last dtype first,
+  // rather than be cut.
+  for (int dt = ACCEL_CPU_GEMM_DTYPES - 1; dt >= 0 && total >= size; dt--) {
+    if (strchr(value[dt], '/') == NULL) continue;
+    total -= strlen(value[dt]) - strlen("auto");
+    snprintf(value[dt], sizeof(value[dt]), "auto");
+  }
+  out[0] = '\0';
+  for (int dt = 0; dt < (int)ACCEL_CPU_GEMM_DTYPES; dt++) {
     size_t used = strlen(out);
     snprintf(out + used, size - used, "%sgemm-%s=%s", dt ? " " : "",
-             accel_cpu_gemm_dtype_names[dt],
-             id >= 0 ? accel_cpu_engine_name((accel_cpu_engine_id_t)id)
-                     : "auto");
+             accel_cpu_gemm_dtype_names[dt], value[dt]);
   }
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
 // The disk cache of GEMM engine decisions (engine.c): a text file of
-// lines `key<TAB>dtype<TAB>engine`, appended to and read from the start;
+// lines `key<TAB>dtype@class<TAB>engine` ("f32@large"; before the size
+// classes, `key<TAB>dtype<TAB>engine`, which engine.c reads as the medium
+// class's), appended to and read from the start;
 // the last matching line wins, so a retune overrides older lines without
 // rewriting the file. Each line is appended with one write() on an
 // O_APPEND descriptor, so processes tuning at the same time interleave
@@ -45,8 +47,15 @@ static int accel_cpu_gemm_cache_engine(char* engine) {
   return -1;
 }
 
+// Whether the `len` characters at `text` spell `name` (NULL: never).
+static bool accel_cpu_gemm_cache_is(const char* text, size_t len,
+                                    const char* name) {
+  return name != NULL && strlen(name) == len && strncmp(text, name, len) == 0;
+}
+
 int accel_cpu_gemm_cache_find(const char* path, const char* key,
-                              bool prefix_only, const char* dtype_name) {
+                              bool prefix_only, const char* field,
+                              const char* legacy) {
   FILE* f = fopen(path, "r");
   if (f == NULL) return -1;
   // The last decision of each full key that matches. A prefix can match
@@ -69,8 +78,8 @@ int accel_cpu_gemm_cache_find(const char* path, const char* key,
     bool match = prefix_only ? len >= key_len && !strncmp(line, key, key_len)
                              : len == key_len && !strncmp(line, key, key_len);
     size_t dlen = (size_t)(tab2 - tab1 - 1);
-    if (!match || dlen != strlen(dtype_name) ||
-        strncmp(tab1 + 1, dtype_name, dlen) != 0) {
+    if (!match || !(accel_cpu_gemm_cache_is(tab1 + 1, dlen, field) ||
+                    accel_cpu_gemm_cache_is(tab1 + 1, dlen, legacy))) {
       continue;
     }
     int id = accel_cpu_gemm_cache_engine(tab2 + 1);
@@ -116,10 +125,9 @@ static void accel_cpu_gemm_cache_mkdir(const char* path) {
 }
 
 bool accel_cpu_gemm_cache_store(const char* path, const char* key,
-                                const char* dtype_name,
-                                accel_cpu_engine_id_t id) {
+                                const char* field, accel_cpu_engine_id_t id) {
   char line[1024];
-  int len = snprintf(line, sizeof(line), "%s\t%s\t%s\n", key, dtype_name,
+  int len = snprintf(line, sizeof(line), "%s\t%s\t%s\n", key, field,
                      accel_cpu_engine_name(id));
   if (len <= 0 || (size_t)len >= sizeof(line)) return false;
   accel_cpu_gemm_cache_mkdir(path);

@@ -386,8 +386,7 @@ static accel_status_t accel_cpu_gemm_prepare(accel_cpu_device_t* device,
   }
   accel_status_t status = accel_cpu_pool_get(device->plugin, out_pool);
   if (status != ACCEL_OK || gemm->k == 0) return status;
-  return accel_cpu_gemm_engine_get(device->plugin, *out_pool, gemm->a_dtype,
-                                   engine);
+  return accel_cpu_gemm_engine_get(device->plugin, *out_pool, gemm, engine);
 }
 
 // `g` with the offsets applied to the pointers (offsets zeroed): copies
