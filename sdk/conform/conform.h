@@ -229,4 +229,18 @@ void conform_known_default_path(const char* plugin_path, char* out,
 double conform_load(const void* p, accel_dtype_t dtype, size_t i);
 void conform_store(void* p, accel_dtype_t dtype, size_t i, double v);
 
+// ---------------------------------------------------------------------------
+// Crashes (crash.c)
+// ---------------------------------------------------------------------------
+
+// Crash naming (crash.c): conform_crash_guard_install() sets handlers for
+// SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that write
+// "accel-conform: crashed in check NAME (SIGSEGV)" to stderr and then pass
+// the signal on (to a sanitizer's handler or the default action), so the
+// process still dies of it. conform_crash_guard_check(name) sets the name
+// before a check runs; NULL between checks (then a crash writes nothing).
+// Called from the main thread only.
+void conform_crash_guard_install(void);
+void conform_crash_guard_check(const char* check);
+
 #endif  // ACCEL_SDK_CONFORM_CONFORM_H_

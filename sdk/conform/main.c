@@ -12,11 +12,13 @@
 // but has no usable device. Checks listed in the known-failures file
 // (--known-failures FILE, or <plugin without extension>.conform-known next
 // to the plugin) are reported XFAIL when they fail and XPASS (a failure)
-// when they pass; see known.c.
+// when they pass; see known.c. A check that crashes the process is named
+// on stderr before the process dies of the signal (crash.c).
 // realpath() is XSI.
 #define _XOPEN_SOURCE 700
 
 #include <fnmatch.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,55 +75,142 @@ static void conform_usage(FILE* out) {
           "      77 no usable device\n");
 }
 
+// Parses an unsigned decimal number of at most `max`: digits only (no
+// sign, space or suffix), no overflow.
+static bool conform_parse_unsigned(const char* s, uint64_t max,
+                                   uint64_t* out) {
+  if (*s < '0' || *s > '9') return false;
+  uint64_t v = 0;
+  for (; *s != '\0'; s++) {
+    if (*s < '0' || *s > '9') return false;
+    unsigned digit = (unsigned)(*s - '0');
+    if (v > (max - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
+  *out = v;
+  return true;
+}
+
+enum {
+  CONFORM_OPT_PLUGIN = 256,
+  CONFORM_OPT_BACKEND,
+  CONFORM_OPT_DEVICE,
+  CONFORM_OPT_REFERENCE,
+  CONFORM_OPT_FILTER,
+  CONFORM_OPT_TIMEOUT,
+  CONFORM_OPT_SEED,
+  CONFORM_OPT_KERNEL_DIR,
+  CONFORM_OPT_REQUIRE_OPS,
+  CONFORM_OPT_KNOWN,
+  CONFORM_OPT_NO_KNOWN,
+  CONFORM_OPT_JSON,
+  CONFORM_OPT_LIST,
+};
+
+static const struct option conform_options[] = {
+    {"plugin", required_argument, NULL, CONFORM_OPT_PLUGIN},
+    {"backend", required_argument, NULL, CONFORM_OPT_BACKEND},
+    {"device", required_argument, NULL, CONFORM_OPT_DEVICE},
+    {"reference", required_argument, NULL, CONFORM_OPT_REFERENCE},
+    {"filter", required_argument, NULL, CONFORM_OPT_FILTER},
+    {"timeout", required_argument, NULL, CONFORM_OPT_TIMEOUT},
+    {"seed", required_argument, NULL, CONFORM_OPT_SEED},
+    {"kernel-dir", required_argument, NULL, CONFORM_OPT_KERNEL_DIR},
+    {"require-ops", no_argument, NULL, CONFORM_OPT_REQUIRE_OPS},
+    {"known-failures", required_argument, NULL, CONFORM_OPT_KNOWN},
+    {"no-known-failures", no_argument, NULL, CONFORM_OPT_NO_KNOWN},
+    {"json", no_argument, NULL, CONFORM_OPT_JSON},
+    {"list", no_argument, NULL, CONFORM_OPT_LIST},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+// Reports a bad option value on stderr; returns false.
+static bool conform_bad_value(const char* option, const char* value,
+                              const char* want) {
+  fprintf(stderr, "accel-conform: bad value for --%s: '%s' (%s)\n", option,
+          value, want);
+  return false;
+}
+
 static bool conform_parse(int argc, char** argv, conform_args_t* args) {
   args->timeout_s = 10.0;
   args->seed = 1;
-  for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--json") == 0) {
-      args->json = true;
-    } else if (strcmp(a, "--list") == 0) {
-      args->list = true;
-    } else if (strcmp(a, "--require-ops") == 0) {
-      args->require_ops = true;
-    } else if (strcmp(a, "--no-known-failures") == 0) {
-      args->no_known = true;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      conform_usage(stdout);
-      exit(0);
-    } else if (v == NULL) {
-      fprintf(stderr, "accel-conform: unknown option or missing value: %s\n",
-              a);
-      return false;
-    } else if (strcmp(a, "--plugin") == 0) {
-      args->plugin = argv[++i];
-    } else if (strcmp(a, "--backend") == 0) {
-      args->backend = argv[++i];
-    } else if (strcmp(a, "--reference") == 0) {
-      args->reference = argv[++i];
-    } else if (strcmp(a, "--filter") == 0) {
-      args->filter = argv[++i];
-    } else if (strcmp(a, "--kernel-dir") == 0) {
-      args->kernel_dir = argv[++i];
-    } else if (strcmp(a, "--known-failures") == 0) {
-      args->known = argv[++i];
-    } else if (strcmp(a, "--device") == 0 || strcmp(a, "--timeout") == 0 ||
-               strcmp(a, "--seed") == 0) {
-      char* end = NULL;
-      double d = strtod(v, &end);
-      if (end == v || *end != '\0' || d < 0) {
-        fprintf(stderr, "accel-conform: bad value for %s: %s\n", a, v);
-        return false;
+  opterr = 0;  // the messages below name the option
+  int c;
+  int index = -1;
+  while ((c = getopt_long(argc, argv, ":h", conform_options, &index)) != -1) {
+    const char* name = index >= 0 ? conform_options[index].name : "";
+    uint64_t number = 0;
+    switch (c) {
+      case CONFORM_OPT_PLUGIN:
+        args->plugin = optarg;
+        break;
+      case CONFORM_OPT_BACKEND:
+        args->backend = optarg;
+        break;
+      case CONFORM_OPT_DEVICE:
+        if (!conform_parse_unsigned(optarg, UINT32_MAX, &number)) {
+          return conform_bad_value(name, optarg, "a device index");
+        }
+        args->device = (uint32_t)number;
+        break;
+      case CONFORM_OPT_REFERENCE:
+        args->reference = optarg;
+        break;
+      case CONFORM_OPT_FILTER:
+        args->filter = optarg;
+        break;
+      case CONFORM_OPT_TIMEOUT: {
+        char* end = NULL;
+        double d = strtod(optarg, &end);
+        if (end == optarg || *end != '\0' || !(d > 0.0) || d > 86400.0) {
+          return conform_bad_value(name, optarg,
+                                   "seconds, more than 0, at most a day");
+        }
+        args->timeout_s = d;
+        break;
       }
-      if (a[2] == 'd') args->device = (uint32_t)d;
-      if (a[2] == 't') args->timeout_s = d > 0 ? d : 10.0;
-      if (a[2] == 's') args->seed = (uint64_t)d;
-      i++;
-    } else {
-      fprintf(stderr, "accel-conform: unknown option: %s\n", a);
-      return false;
+      case CONFORM_OPT_SEED:
+        if (!conform_parse_unsigned(optarg, UINT64_MAX, &args->seed)) {
+          return conform_bad_value(name, optarg,
+                                   "an unsigned 64-bit decimal number");
+        }
+        break;
+      case CONFORM_OPT_KERNEL_DIR:
+        args->kernel_dir = optarg;
+        break;
+      case CONFORM_OPT_REQUIRE_OPS:
+        args->require_ops = true;
+        break;
+      case CONFORM_OPT_KNOWN:
+        args->known = optarg;
+        break;
+      case CONFORM_OPT_NO_KNOWN:
+        args->no_known = true;
+        break;
+      case CONFORM_OPT_JSON:
+        args->json = true;
+        break;
+      case CONFORM_OPT_LIST:
+        args->list = true;
+        break;
+      case 'h':
+        conform_usage(stdout);
+        exit(0);
+      case ':':
+        fprintf(stderr, "accel-conform: %s needs a value\n", argv[optind - 1]);
+        return false;
+      default:
+        fprintf(stderr, "accel-conform: unknown option: %s\n",
+                argv[optind - 1]);
+        return false;
     }
+    index = -1;
+  }
+  if (optind < argc) {
+    fprintf(stderr, "accel-conform: unexpected argument: %s\n", argv[optind]);
+    return false;
   }
   if (!args->list && (args->plugin == NULL) == (args->backend == NULL)) {
     fprintf(stderr, "accel-conform: give exactly one of --plugin, --backend\n");
@@ -362,19 +451,22 @@ int main(int argc, char** argv) {
 
   size_t counts[6] = {0};
   bool first = true;
+  conform_crash_guard_install();
   for (size_t i = 0; i < total; i++) {
     const conform_check_t* check = conform_check_get(i);
     if (!conform_selected(&args, check->name)) continue;
     ctx.detail[0] = '\0';
     ctx.hung = false;
+    conform_crash_guard_check(check->name);
     conform_result_t result = check->fn(&ctx, check->arg);
+    conform_release_tracked(&ctx);
+    conform_crash_guard_check(NULL);
     if (result == CONFORM_UNSUPPORTED && args.require_ops &&
         strncmp(check->name, "ops.", 4) == 0) {
       char detail[sizeof(ctx.detail)];
       snprintf(detail, sizeof(detail), "%s", ctx.detail);
       result = conform_report(&ctx, CONFORM_FAIL, "required op: %s", detail);
     }
-    conform_release_tracked(&ctx);
     const char* reason = conform_known_reason(&known, check->name);
     if (reason != NULL && result == CONFORM_FAIL) {
       char detail[sizeof(ctx.detail)];

@@ -74,6 +74,11 @@ static accel_status_t template_copy_task(template_task_t* task, char* message,
   // Deliberate bug for tests/conform/fixtures: drop the last byte.
   if (n > 1) n--;
 #endif
+#ifdef CONFORM_BUG_CRASH_COPY
+  // Deliberate bug for tests/conform/fixtures: write through NULL.
+  volatile unsigned char* volatile nowhere = NULL;
+  nowhere[0] = 1;
+#endif
   memmove(task->dst, task->src, n);
   return ACCEL_OK;
 }
