@@ -161,6 +161,62 @@ case $CASE in
     expect_rc 2
     json 'error~unknown option: --bogus' devices=0
     ;;
+  options)
+    # getopt_long: a value after '=' or a space, clustered short options
+    # and unambiguous abbreviations; each refusal names the option (and
+    # the value), exits 2, and keeps stdout empty (valid JSON with --json).
+    run --timeout=2
+    expect_rc 0
+    has '^Plugins \([0-9]+\)'
+    run --timeout 2 --verb
+    expect_rc 0
+    has '^Search path'
+    run -vh
+    expect_rc 0
+    has '^Usage: accel-info'
+    run --timeout
+    expect_rc 2
+    err_has 'option needs a value: --timeout$'
+    [ -s "$T/out" ] && fail "usage error wrote to stdout"
+    run --timeout=5x
+    expect_rc 2
+    err_has 'invalid --timeout .*: 5x$'
+    run --timeout -1
+    expect_rc 2
+    err_has 'invalid --timeout .*: -1$'
+    run --timeout 1e999
+    expect_rc 2
+    err_has 'invalid --timeout .*: 1e999$'
+    run -vx
+    expect_rc 2
+    err_has 'unknown option: -x$'
+    run -xv
+    expect_rc 2
+    err_has 'unknown option: -x$'
+    run --json=1
+    expect_rc 2
+    err_has 'option takes no value: --json=1$'
+    [ -s "$T/out" ] && fail "usage error wrote to stdout"
+    run --ver
+    expect_rc 2
+    err_has 'ambiguous option: --ver$'
+    run --version extra
+    expect_rc 2
+    err_has 'unexpected argument: extra$'
+    need_python
+    # --json after the error still makes stdout JSON.
+    run --bogus --json
+    expect_rc 2
+    err_has 'unknown option: --bogus$'
+    json 'error~unknown option: --bogus' devices=0
+    run --json --timeout
+    expect_rc 2
+    json 'error~option needs a value: --timeout' devices=0
+    run --timeout=abc --json
+    expect_rc 2
+    json 'error~invalid --timeout (want seconds, > 0, <= 86400): abc' \
+        devices=0
+    ;;
   verbose)
     run -v
     expect_rc 0

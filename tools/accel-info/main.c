@@ -5,12 +5,14 @@
 // This file parses the command line and picks in-process or isolated
 // probing (isolate.c); report.c collects, render_*.c print.
 #include <accel/plugin.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "info.h"
+#include "options.h"
 
 static const char info_usage[] =
     "Usage: accel-info [OPTIONS]\n"
@@ -28,6 +30,9 @@ static const char info_usage[] =
     "                     takes accel-info down with it\n"
     "  -h, --help         show this help and exit\n"
     "  --version          show the accel version and exit\n"
+    "\n"
+    "Long options may be shortened while unambiguous (--verb), and a value\n"
+    "may follow '=' as well as a space (--timeout=5).\n"
     "\n"
     "Exit status:\n"
     "  0  at least one device, and no plugin failed\n"
@@ -69,6 +74,84 @@ static int info_usage_error(const info_run_options_t* options,
   return INFO_EXIT_USAGE;
 }
 
+// The command line, as parsed.
+typedef struct info_args {
+  info_run_options_t run;
+  bool isolate;
+  bool help;
+  bool version;
+  const char* problem;  // the first usage error, NULL if none
+  char culprit[256];    // what it is about ("" if nothing)
+} info_args_t;
+
+// Long-only options get codes past any character.
+enum {
+  INFO_OPT_JSON = 256,
+  INFO_OPT_TIMEOUT,
+  INFO_OPT_NO_ISOLATE,
+  INFO_OPT_VERSION,
+};
+
+static const struct option info_options[] = {
+    {"json", no_argument, NULL, INFO_OPT_JSON},
+    {"verbose", no_argument, NULL, 'v'},
+    {"timeout", required_argument, NULL, INFO_OPT_TIMEOUT},
+    {"no-isolate", no_argument, NULL, INFO_OPT_NO_ISOLATE},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, INFO_OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+// Records the first usage error of the command line in `args`.
+static void info_args_fail(info_args_t* args, const char* problem,
+                           const char* culprit) {
+  if (args->problem != NULL) return;
+  args->problem = problem;
+  snprintf(args->culprit, sizeof(args->culprit), "%s", culprit);
+}
+
+// Parses the command line into `args`. It reads on past a usage error, so
+// that the error honours a --json given after it.
+static void info_parse(int argc, char** argv, info_args_t* args) {
+  memset(args, 0, sizeof(*args));
+  args->run.timeout_s = 10.0;
+  args->isolate = true;
+  opterr = 0;  // the messages name the option, on stderr and in the JSON
+  int c;
+  while ((c = getopt_long(argc, argv, ":vh", info_options, NULL)) != -1) {
+    switch (c) {
+      case INFO_OPT_JSON:
+        args->run.json = true;
+        break;
+      case 'v':
+        args->run.text.verbose = true;
+        break;
+      case INFO_OPT_TIMEOUT:
+        if (!info_parse_timeout(optarg, &args->run.timeout_s)) {
+          info_args_fail(
+              args, "invalid --timeout (want seconds, > 0, <= 86400)", optarg);
+        }
+        break;
+      case INFO_OPT_NO_ISOLATE:
+        args->isolate = false;
+        break;
+      case 'h':
+        args->help = true;
+        break;
+      case INFO_OPT_VERSION:
+        args->version = true;
+        break;
+      default: {  // '?' or ':'
+        tool_option_error_t e;
+        tool_option_error(c, argv, info_options, &e);
+        info_args_fail(args, e.problem, e.option);
+        break;
+      }
+    }
+  }
+  if (optind < argc) info_args_fail(args, "unexpected argument", argv[optind]);
+}
+
 // Color only for a terminal, and never when NO_COLOR is set or TERM=dumb.
 static bool info_want_color(void) {
   const char* term = getenv("TERM");
@@ -78,58 +161,24 @@ static bool info_want_color(void) {
 }
 
 int main(int argc, char** argv) {
-  info_run_options_t options = {.timeout_s = 10.0};
-  bool isolate = true;
-  bool help = false;
-  bool version = false;
-  const char* bad = NULL;
-  const char* bad_arg = NULL;
-  // --json is looked for first so that a usage error can honour it.
-  for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "--json") == 0) options.json = true;
+  info_args_t args;
+  info_parse(argc, argv, &args);
+  info_run_options_t options = args.run;
+  if (args.problem != NULL) {
+    return info_usage_error(&options, args.problem,
+                            args.culprit[0] != '\0' ? args.culprit : NULL);
   }
-  for (int i = 1; i < argc && bad == NULL; ++i) {
-    const char* a = argv[i];
-    if (strcmp(a, "--json") == 0) {
-      continue;
-    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      options.text.verbose = true;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      help = true;
-    } else if (strcmp(a, "--version") == 0) {
-      version = true;
-    } else if (strcmp(a, "--no-isolate") == 0) {
-      isolate = false;
-    } else if (strcmp(a, "--timeout") == 0 ||
-               strncmp(a, "--timeout=", 10) == 0) {
-      const char* value = a[9] == '=' ? a + 10 : NULL;
-      if (value == NULL && i + 1 < argc) value = argv[++i];
-      if (value == NULL) {
-        bad = "--timeout needs a value in seconds";
-      } else if (!info_parse_timeout(value, &options.timeout_s)) {
-        bad = "invalid --timeout (want seconds, > 0, <= 86400)";
-        bad_arg = value;
-      }
-    } else if (a[0] == '-') {
-      bad = "unknown option";
-      bad_arg = a;
-    } else {
-      bad = "unexpected argument";
-      bad_arg = a;
-    }
-  }
-  if (bad != NULL) return info_usage_error(&options, bad, bad_arg);
-  if (help) {
+  if (args.help) {
     fputs(info_usage, stdout);
     return INFO_EXIT_OK;
   }
-  if (version) {
+  if (args.version) {
     printf("accel-info %s (plugin ABI %u)\n", accel_version_string(),
            (unsigned)ACCEL_PLUGIN_ABI_VERSION);
     return INFO_EXIT_OK;
   }
   options.text.color = !options.json && info_want_color();
-  if (isolate) return info_run_isolated(&options);
+  if (args.isolate) return info_run_isolated(&options);
 
   // In-process: keep stray plugin output off our stdout, as the child does.
   fflush(stdout);
