@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
-// oneDNN (libdnnl.so.2) as a GEMM engine: one matmul primitive per call,
-// opened at run time like the BLAS, so the plugin builds and loads where
-// oneDNN is absent.
+// oneDNN (libdnnl.so.2) as a GEMM engine: matmul primitives kept per
+// shape, opened at run time like the BLAS, so the plugin builds and loads
+// where oneDNN is absent.
 //
 // The oneDNN 2.x C API is declared here rather than included: the build
 // must not need libdnnl-dev. Only pointers to its descriptor structs cross
@@ -15,15 +15,33 @@
 // C = alpha * op(A) op(B) + beta * C maps onto the primitive as: op() by
 // strides of the memory descriptors (a transposed operand is the same
 // bytes with swapped strides), alpha as the output scale, beta as a sum
-// post-op. oneDNN keeps a cache of primitives keyed by descriptor and
-// attributes, so a repeated shape skips code generation.
+// post-op.
+//
+// The primitive cache: building every call's objects (descriptors,
+// attributes, the implementation dispatch of dnnl_primitive_desc_create,
+// a lookup in oneDNN's own primitive cache, memory objects, a stream)
+// left bf16 GEMM on a 16-core AMX Xeon at 82-104% of oneDNN called with
+// a primitive created once (docs/performance.md). So the last
+// ACCEL_CPU_DNNL_CACHED shapes keep their objects, keyed by
+// everything the primitive depends on (dtypes, sizes, leading dimensions,
+// transposes, the bits of alpha and beta); a repeated shape only points
+// the three memory objects at the call's data and executes. A call takes
+// its entry out of the cache under the mutex and puts it back after
+// executing, so an entry (its memory objects and stream) serves one
+// thread at a time; a concurrent call of the same shape finds nothing and
+// builds its own, which it then offers back (a duplicate is dropped). The
+// least recently returned entry is evicted when the cache is full. A call
+// that fails at any step frees its objects and never enters the cache.
 //
 // Threads: Debian's build runs on OpenMP. The caller's thread (a stream
 // worker) starts the parallel region; its OpenMP thread count is set to
-// the pool's width before each call, so ACCEL_CPU_THREADS bounds oneDNN
-// as it bounds the pool and OpenBLAS. The pool and the BLAS are idle while
-// a matmul runs: one engine is busy at a time.
+// the pool's width before each call (before the primitive is created too,
+// since oneDNN fixes a primitive's thread count there), so
+// ACCEL_CPU_THREADS bounds oneDNN as it bounds the pool and OpenBLAS.
+// The pool and the BLAS are idle while a matmul runs: one engine is busy
+// at a time.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,11 +107,50 @@ typedef struct accel_dnnl_version {
   X(primitive_destroy, int, (void*))                                         \
   X(memory_create, int, (void**, const void*, void*, void*))                 \
   X(memory_destroy, int, (void*))                                            \
+  X(memory_set_data_handle, int, (void*, void*))                             \
   X(version, const accel_dnnl_version_t*, (void))
+
+// Shapes whose primitives are kept (see the file comment).
+#define ACCEL_CPU_DNNL_CACHED 16
+
+// Everything a matmul primitive depends on; alpha and beta by their bits
+// (alpha 1 and beta 0 are attributes left out, so distinct keys).
+typedef struct accel_cpu_dnnl_key {
+  uint32_t ab_dtype, c_dtype;
+  uint64_t m, n, k, lda, ldb, ldc;
+  uint32_t alpha, beta;
+  bool trans_a, trans_b;
+} accel_cpu_dnnl_key_t;
+
+// Objects of one call, destroyed together (NULL ones skipped).
+typedef struct accel_cpu_dnnl_call {
+  void* attr;
+  void* post_ops;
+  void* pd;
+  void* primitive;
+  void* stream;
+  void* mem[3];
+} accel_cpu_dnnl_call_t;
+
+// A cached call: its objects, built for `key`. `used` orders evictions.
+typedef struct accel_cpu_dnnl_entry {
+  bool valid;
+  accel_cpu_dnnl_key_t key;
+  accel_cpu_dnnl_call_t call;
+  uint64_t used;
+} accel_cpu_dnnl_entry_t;
+
+// The entries not taken out by a running call, under `mutex`.
+typedef struct accel_cpu_dnnl_cache {
+  pthread_mutex_t mutex;
+  uint64_t clock;
+  accel_cpu_dnnl_entry_t entries[ACCEL_CPU_DNNL_CACHED];
+} accel_cpu_dnnl_cache_t;
 
 struct accel_cpu_onednn {
   void* handle;
-  void* engine;  // one CPU engine; streams are made per call
+  void* engine;  // one CPU engine; each cached call has its own stream
+  accel_cpu_dnnl_cache_t* cache;  // mutable behind a const engine
 #define ACCEL_DNNL_FIELD(name, ret, args) ret(*name) args;
   ACCEL_DNNL_FUNCTIONS(ACCEL_DNNL_FIELD)
 #undef ACCEL_DNNL_FIELD
@@ -116,16 +173,6 @@ static int accel_cpu_onednn_dtype(uint32_t dtype) {
       return 0;
   }
 }
-
-// Objects of one call, destroyed together (NULL ones skipped).
-typedef struct accel_cpu_dnnl_call {
-  void* attr;
-  void* post_ops;
-  void* pd;
-  void* primitive;
-  void* stream;
-  void* mem[3];
-} accel_cpu_dnnl_call_t;
 
 static void accel_cpu_onednn_call_free(const accel_cpu_onednn_t* d,
                                        accel_cpu_dnnl_call_t* c) {
@@ -182,6 +229,110 @@ static const char* accel_cpu_onednn_describe(const accel_cpu_onednn_t* d,
   return NULL;
 }
 
+// Builds every object of a call of `mm` (on `ptr`: A, B, C) into `c`;
+// returns the failing step's name, or NULL. `*status` becomes
+// ACCEL_ERROR_UNSUPPORTED when oneDNN has no implementation.
+static const char* accel_cpu_onednn_build(const accel_cpu_onednn_t* d,
+                                          const accel_cpu_matmul_t* mm,
+                                          void* const ptr[3],
+                                          accel_cpu_dnnl_call_t* c,
+                                          accel_status_t* status) {
+  _Alignas(64) unsigned char mds[3][ACCEL_DNNL_MD_BYTES];
+  const char* failed = accel_cpu_onednn_describe(d, mm, &mds, c);
+  if (failed != NULL && c->pd == NULL && c->attr != NULL &&
+      strncmp(failed, "dnnl_primitive_desc_create", 26) == 0) {
+    *status = ACCEL_ERROR_UNSUPPORTED;
+  }
+  for (int i = 0; failed == NULL && i < 3; i++) {
+    if (d->memory_create(&c->mem[i], mds[i], d->engine, ptr[i]) != 0) {
+      c->mem[i] = NULL;
+      failed = "dnnl_memory_create";
+    }
+  }
+  if (failed == NULL && d->primitive_create(&c->primitive, c->pd) != 0) {
+    c->primitive = NULL;
+    failed = "dnnl_primitive_create";
+  }
+  if (failed == NULL &&
+      d->stream_create(&c->stream, d->engine, ACCEL_DNNL_IN_ORDER) != 0) {
+    c->stream = NULL;
+    failed = "dnnl_stream_create";
+  }
+  return failed;
+}
+
+static void accel_cpu_onednn_key(const accel_cpu_matmul_t* mm,
+                                 accel_cpu_dnnl_key_t* key) {
+  memset(key, 0, sizeof(*key));
+  key->ab_dtype = mm->ab_dtype, key->c_dtype = mm->c_dtype;
+  key->m = mm->m, key->n = mm->n, key->k = mm->k;
+  key->lda = mm->lda, key->ldb = mm->ldb, key->ldc = mm->ldc;
+  memcpy(&key->alpha, &mm->alpha, sizeof(key->alpha));
+  memcpy(&key->beta, &mm->beta, sizeof(key->beta));
+  key->trans_a = mm->trans_a, key->trans_b = mm->trans_b;
+}
+
+static bool accel_cpu_onednn_key_eq(const accel_cpu_dnnl_key_t* x,
+                                    const accel_cpu_dnnl_key_t* y) {
+  return x->ab_dtype == y->ab_dtype && x->c_dtype == y->c_dtype &&
+         x->m == y->m && x->n == y->n && x->k == y->k && x->lda == y->lda &&
+         x->ldb == y->ldb && x->ldc == y->ldc && x->alpha == y->alpha &&
+         x->beta == y->beta && x->trans_a == y->trans_a &&
+         x->trans_b == y->trans_b;
+}
+
+// Moves the cached call of `key` into `out`, out of the cache; false when
+// there is none (never built, evicted, or taken by a running call).
+static bool accel_cpu_onednn_take(const accel_cpu_onednn_t* d,
+                                  const accel_cpu_dnnl_key_t* key,
+                                  accel_cpu_dnnl_call_t* out) {
+  accel_cpu_dnnl_cache_t* cache = d->cache;
+  bool found = false;
+  pthread_mutex_lock(&cache->mutex);
+  for (int i = 0; i < ACCEL_CPU_DNNL_CACHED && !found; i++) {
+    accel_cpu_dnnl_entry_t* e = &cache->entries[i];
+    if (e->valid && accel_cpu_onednn_key_eq(&e->key, key)) {
+      *out = e->call;
+      e->valid = false;
+      found = true;
+    }
+  }
+  pthread_mutex_unlock(&cache->mutex);
+  return found;
+}
+
+// Gives `call`, built for `key` and just executed, to the cache: into a
+// free entry, else in place of the least recently returned one (freed).
+// When `key` is there already (a concurrent call of the same shape put
+// its own back first), `call` is freed instead.
+static void accel_cpu_onednn_put(const accel_cpu_onednn_t* d,
+                                 const accel_cpu_dnnl_key_t* key,
+                                 accel_cpu_dnnl_call_t* call) {
+  accel_cpu_dnnl_cache_t* cache = d->cache;
+  accel_cpu_dnnl_call_t drop = *call;
+  accel_cpu_dnnl_entry_t* slot = NULL;
+  pthread_mutex_lock(&cache->mutex);
+  for (int i = 0; i < ACCEL_CPU_DNNL_CACHED; i++) {
+    accel_cpu_dnnl_entry_t* e = &cache->entries[i];
+    if (e->valid && accel_cpu_onednn_key_eq(&e->key, key)) {
+      slot = NULL;
+      break;
+    }
+    if (slot == NULL || (slot->valid && (!e->valid || e->used < slot->used))) {
+      slot = e;
+    }
+  }
+  if (slot != NULL) {
+    drop = slot->valid ? slot->call : (accel_cpu_dnnl_call_t){0};
+    slot->valid = true;
+    slot->key = *key;
+    slot->call = *call;
+    slot->used = ++cache->clock;
+  }
+  pthread_mutex_unlock(&cache->mutex);
+  accel_cpu_onednn_call_free(d, &drop);
+}
+
 accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
                                      const accel_cpu_matmul_t* mm,
                                      char* message, size_t size) {
@@ -191,42 +342,36 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
              (unsigned)mm->ab_dtype, (unsigned)mm->c_dtype);
     return ACCEL_ERROR_UNSUPPORTED;
   }
-  _Alignas(64) unsigned char mds[3][ACCEL_DNNL_MD_BYTES];
+  if (d->omp_set_num_threads != NULL) d->omp_set_num_threads(d->threads);
+  accel_cpu_dnnl_key_t key;
+  accel_cpu_onednn_key(mm, &key);
+  void* const ptr[3] = {(void*)mm->a, (void*)mm->b, mm->c};
   accel_cpu_dnnl_call_t c = {0};
   accel_status_t status = ACCEL_ERROR_BACKEND;
-  const char* failed = accel_cpu_onednn_describe(d, mm, &mds, &c);
-  if (failed != NULL && c.pd == NULL && c.attr != NULL &&
-      strncmp(failed, "dnnl_primitive_desc_create", 26) == 0) {
-    status = ACCEL_ERROR_UNSUPPORTED;
-  }
-  void* ptr[3] = {(void*)mm->a, (void*)mm->b, mm->c};
-  for (int i = 0; failed == NULL && i < 3; i++) {
-    if (d->memory_create(&c.mem[i], mds[i], d->engine, ptr[i]) != 0) {
-      c.mem[i] = NULL;
-      failed = "dnnl_memory_create";
+  const char* failed = NULL;
+  if (accel_cpu_onednn_take(d, &key, &c)) {
+    for (int i = 0; failed == NULL && i < 3; i++) {
+      if (d->memory_set_data_handle(c.mem[i], ptr[i]) != 0) {
+        failed = "dnnl_memory_set_data_handle";
+      }
     }
-  }
-  if (failed == NULL && d->primitive_create(&c.primitive, c.pd) != 0) {
-    c.primitive = NULL;
-    failed = "dnnl_primitive_create";
-  }
-  if (failed == NULL &&
-      d->stream_create(&c.stream, d->engine, ACCEL_DNNL_IN_ORDER) != 0) {
-    c.stream = NULL;
-    failed = "dnnl_stream_create";
+  } else {
+    failed = accel_cpu_onednn_build(d, mm, ptr, &c, &status);
   }
   if (failed == NULL) {
     accel_dnnl_arg_t args[3] = {{ACCEL_DNNL_ARG_SRC, c.mem[0]},
                                 {ACCEL_DNNL_ARG_WEIGHTS, c.mem[1]},
                                 {ACCEL_DNNL_ARG_DST, c.mem[2]}};
-    if (d->omp_set_num_threads != NULL) d->omp_set_num_threads(d->threads);
     if (d->primitive_execute(c.primitive, c.stream, 3, args) != 0 ||
         d->stream_wait(c.stream) != 0) {
       failed = "dnnl_primitive_execute";
     }
   }
-  accel_cpu_onednn_call_free(d, &c);
-  if (failed == NULL) return ACCEL_OK;
+  if (failed == NULL) {
+    accel_cpu_onednn_put(d, &key, &c);
+    return ACCEL_OK;
+  }
+  accel_cpu_onednn_call_free(d, &c);  // a failed call is never cached
   snprintf(message, size, "gemm: oneDNN matmul %llux%llux%llu: %s failed",
            (unsigned long long)mm->m, (unsigned long long)mm->n,
            (unsigned long long)mm->k, failed);
@@ -273,8 +418,12 @@ accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
   const int flags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
   const char* why = NULL;
   accel_cpu_onednn_t* d = calloc(1, sizeof(*d));
-  if (d == NULL) {
+  if (d == NULL || (d->cache = calloc(1, sizeof(*d->cache))) == NULL) {
     why = "out of memory";
+  } else if (pthread_mutex_init(&d->cache->mutex, NULL) != 0) {
+    free(d->cache);
+    d->cache = NULL;
+    why = "pthread_mutex_init failed";
   } else if ((d->handle = dlopen(soname, flags)) == NULL) {
     why = dlerror();
   }
@@ -311,6 +460,14 @@ accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
 
 void accel_cpu_onednn_destroy(accel_cpu_onednn_t* d) {
   if (d == NULL) return;
+  if (d->cache != NULL) {  // entries exist only once oneDNN is resolved
+    for (int i = 0; i < ACCEL_CPU_DNNL_CACHED; i++) {
+      accel_cpu_dnnl_entry_t* e = &d->cache->entries[i];
+      if (e->valid) accel_cpu_onednn_call_free(d, &e->call);
+    }
+    pthread_mutex_destroy(&d->cache->mutex);
+    free(d->cache);
+  }
   if (d->engine != NULL) d->engine_destroy(d->engine);
   if (d->handle != NULL) dlclose(d->handle);
   free(d);
