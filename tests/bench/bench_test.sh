@@ -127,6 +127,46 @@ launch/throughput:clEnqueueNDRangeKernel,gemm/f32:CLBlastSgemm"
     expect_rc 1
     err_has 'cannot write /nonexistent-dir/p.svg'
     ;;
+  options)
+    # getopt_long: a value after '=' or a space, repeated --filter,
+    # unambiguous abbreviations; each refusal names the option (and the
+    # value) and exits 2.
+    run --smo --fil dispatch --dev cpu:0
+    expect_rc 0
+    has '^dispatch: '
+    run --device
+    expect_rc 2
+    err_has 'option needs a value: --device$'
+    run --smoke --filter
+    expect_rc 2
+    err_has 'option needs a value: --filter$'
+    run --device= --smoke
+    expect_rc 2
+    err_has 'empty value for: --device$'
+    run --smoke --plot ''
+    expect_rc 2
+    err_has 'empty value for: --plot$'
+    run --json=1
+    expect_rc 2
+    err_has 'option takes no value: --json=1$'
+    run --f
+    expect_rc 2
+    err_has 'ambiguous option: --f$'
+    run -hx
+    expect_rc 2
+    err_has 'unknown option: -x$'
+    run --smoke extra
+    expect_rc 2
+    err_has 'unexpected argument: extra$'
+    # The start-up helper's flag counts only as the first argument.
+    run --smoke --internal-spawn-helper
+    expect_rc 2
+    err_has 'unknown option: --internal-spawn-helper$'
+    need_python
+    run --smoke --json --filter=dispatch --filter alloc --device=cpu:0
+    expect_rc 0
+    check --suites dispatch,alloc --only dispatch,alloc
+    ;;
   *)
     echo "unknown case $CASE"
     exit 1

@@ -5,6 +5,7 @@
 // command line, opens the device, runs the wanted suites and hands the
 // results to a renderer.
 #include <accel/plugin.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -14,6 +15,7 @@
 #include "bench.h"
 #include "cuda_raw.h"
 #include "opencl_raw.h"
+#include "options.h"
 
 static const char bench_usage[] =
     "Usage: accel-bench [OPTIONS]\n"
@@ -38,6 +40,9 @@ static const char bench_usage[] =
     "  --list             list the suites and cases, then exit\n"
     "  -h, --help         show this help and exit\n"
     "  --version          show the accel version and exit\n"
+    "\n"
+    "Long options may be shortened while unambiguous (--smo), and a value\n"
+    "may follow '=' as well as a space (--device=cpu:0).\n"
     "\n"
     "Without --full or --smoke the quick suite runs (under a minute on a\n"
     "small CPU machine). Budgets are reported, never enforced.\n"
@@ -66,65 +71,86 @@ static int bench_usage_error(const char* message, const char* arg) {
   return BENCH_EXIT_USAGE;
 }
 
-// Matches argv[*i] against option `name` taking a value, as "--name VALUE"
-// or "--name=VALUE". Returns 0 if it is another option, 1 with `*out` set,
-// or -1 (after a usage message) when the value is missing or empty.
-static int bench_option(int argc, char** argv, int* i, const char* name,
-                        const char** out) {
-  const char* a = argv[*i];
-  size_t len = strlen(name);
-  if (strncmp(a, name, len) != 0 || (a[len] != '\0' && a[len] != '=')) {
-    return 0;
-  }
-  if (a[len] == '=') {
-    *out = a + len + 1;
-  } else if (*i + 1 < argc) {
-    *out = argv[++*i];
-  } else {
-    bench_usage_error("option needs a value", name);
-    return -1;
-  }
-  if ((*out)[0] == '\0') {
-    bench_usage_error("empty value for", name);
-    return -1;
-  }
-  return 1;
-}
+// Long-only options get codes past any character.
+enum {
+  BENCH_OPT_FULL = 256,
+  BENCH_OPT_SMOKE,
+  BENCH_OPT_FILTER,
+  BENCH_OPT_DEVICE,
+  BENCH_OPT_JSON,
+  BENCH_OPT_PLOT,
+  BENCH_OPT_LIST,
+  BENCH_OPT_VERSION,
+};
+
+static const struct option bench_options[] = {
+    {"full", no_argument, NULL, BENCH_OPT_FULL},
+    {"smoke", no_argument, NULL, BENCH_OPT_SMOKE},
+    {"filter", required_argument, NULL, BENCH_OPT_FILTER},
+    {"device", required_argument, NULL, BENCH_OPT_DEVICE},
+    {"json", no_argument, NULL, BENCH_OPT_JSON},
+    {"plot", required_argument, NULL, BENCH_OPT_PLOT},
+    {"list", no_argument, NULL, BENCH_OPT_LIST},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, BENCH_OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
 
 // Parses argv into `args`; returns -1 on success or an exit code.
 static int bench_parse(int argc, char** argv, bench_args_t* args) {
   bool full = false, smoke = false;
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
-    const char* filter = NULL;
-    int got = 0;
-    if (strcmp(a, "--full") == 0) {
-      full = true;
-    } else if (strcmp(a, "--smoke") == 0) {
-      smoke = true;
-    } else if (strcmp(a, "--json") == 0) {
-      args->json = true;
-    } else if (strcmp(a, "--list") == 0) {
-      args->list = true;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      args->help = true;
-    } else if (strcmp(a, "--version") == 0) {
-      args->version = true;
-    } else if ((got = bench_option(argc, argv, &i, "--device",
-                                   &args->device)) != 0 ||
-               (got = bench_option(argc, argv, &i, "--plot", &args->plot)) !=
-                   0) {
-      if (got < 0) return BENCH_EXIT_USAGE;
-    } else if ((got = bench_option(argc, argv, &i, "--filter", &filter)) != 0) {
-      if (got < 0) return BENCH_EXIT_USAGE;
-      if (args->filter_lists == sizeof(args->filters) / sizeof(char*)) {
-        return bench_usage_error("too many --filter options", NULL);
-      }
-      args->filters[args->filter_lists++] = filter;
-    } else {
-      return bench_usage_error(
-          a[0] == '-' ? "unknown option" : "unexpected argument", a);
+  opterr = 0;  // the messages below name the option
+  int c;
+  int index = -1;
+  while ((c = getopt_long(argc, argv, ":h", bench_options, &index)) != -1) {
+    // An empty value ("--device=", "--plot ''") is a usage error for every
+    // option that takes one.
+    if (index >= 0 && bench_options[index].has_arg && optarg[0] == '\0') {
+      char option[64];
+      snprintf(option, sizeof(option), "--%s", bench_options[index].name);
+      return bench_usage_error("empty value for", option);
     }
+    index = -1;
+    switch (c) {
+      case BENCH_OPT_FULL:
+        full = true;
+        break;
+      case BENCH_OPT_SMOKE:
+        smoke = true;
+        break;
+      case BENCH_OPT_FILTER:
+        if (args->filter_lists == sizeof(args->filters) / sizeof(char*)) {
+          return bench_usage_error("too many --filter options", NULL);
+        }
+        args->filters[args->filter_lists++] = optarg;
+        break;
+      case BENCH_OPT_DEVICE:
+        args->device = optarg;
+        break;
+      case BENCH_OPT_JSON:
+        args->json = true;
+        break;
+      case BENCH_OPT_PLOT:
+        args->plot = optarg;
+        break;
+      case BENCH_OPT_LIST:
+        args->list = true;
+        break;
+      case 'h':
+        args->help = true;
+        break;
+      case BENCH_OPT_VERSION:
+        args->version = true;
+        break;
+      default: {  // '?' or ':'
+        tool_option_error_t e;
+        tool_option_error(c, argv, bench_options, &e);
+        return bench_usage_error(e.problem, e.option);
+      }
+    }
+  }
+  if (optind < argc) {
+    return bench_usage_error("unexpected argument", argv[optind]);
   }
   if (full && smoke) {
     return bench_usage_error("--full and --smoke exclude each other", NULL);
