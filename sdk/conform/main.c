@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "options.h"
 
 #define CONFORM_EXIT_FAILED 1
 #define CONFORM_EXIT_USAGE 2
@@ -198,13 +199,13 @@ static bool conform_parse(int argc, char** argv, conform_args_t* args) {
       case 'h':
         conform_usage(stdout);
         exit(0);
-      case ':':
-        fprintf(stderr, "accel-conform: %s needs a value\n", argv[optind - 1]);
+      default: {  // '?' or ':' (see the option string)
+        tool_option_error_t error;
+        tool_option_error(c, argv, conform_options, &error);
+        fprintf(stderr, "accel-conform: %s: %s\n", error.problem,
+                error.option);
         return false;
-      default:
-        fprintf(stderr, "accel-conform: unknown option: %s\n",
-                argv[optind - 1]);
-        return false;
+      }
     }
     index = -1;
   }
