@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "signal_name.h"
 
 static const int conform_fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE,
                                             SIGABRT};
@@ -28,27 +29,11 @@ static struct sigaction conform_previous[CONFORM_FATAL_COUNT];
 static char conform_crash_line[320];
 static volatile sig_atomic_t conform_crash_length;
 
-static const char* conform_signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGILL:
-      return "SIGILL";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGABRT:
-      return "SIGABRT";
-    default:
-      return "a fatal signal";
-  }
-}
-
 static void conform_on_fatal(int sig, siginfo_t* info, void* context) {
   size_t length = (size_t)conform_crash_length;
   if (length > 0) {
-    const char* name = conform_signal_name(sig);
+    const char* name = tool_signal_name(sig);
+    if (name == NULL) name = "a fatal signal";
     ssize_t ignored = write(STDERR_FILENO, conform_crash_line, length);
     ignored = write(STDERR_FILENO, name, strlen(name));
     ignored = write(STDERR_FILENO, ")\n", 2);

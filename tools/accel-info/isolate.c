@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "info.h"
+#include "signal_name.h"
 
 // A bound on probing rounds: each round blames one more plugin.
 #define INFO_MAX_ROUNDS 64
@@ -209,50 +210,11 @@ static void info_watch_child(pid_t pid, int fd, double timeout_s,
   }
 }
 
-// "SIGSEGV" for the usual fatal signals, else strsignal()'s description.
+// "SIGSEGV" for the usual signals, else strsignal()'s description.
 static const char* info_signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGILL:
-      return "SIGILL";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGTRAP:
-      return "SIGTRAP";
-    case SIGSYS:
-      return "SIGSYS";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGQUIT:
-      return "SIGQUIT";
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGPIPE:
-      return "SIGPIPE";
-    case SIGALRM:
-      return "SIGALRM";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGUSR2:
-      return "SIGUSR2";
-    case SIGXCPU:
-      return "SIGXCPU";
-    case SIGXFSZ:
-      return "SIGXFSZ";
-    default: {
-      const char* s = strsignal(sig);
-      return s != NULL ? s : "unknown signal";
-    }
-  }
+  const char* name = tool_signal_name(sig);
+  if (name == NULL) name = strsignal(sig);
+  return name != NULL ? name : "unknown signal";
 }
 
 // Describes how the child ended, for messages.
