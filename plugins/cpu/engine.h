@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+//
+// The CPU plugin's GEMM engines: the BLAS libraries (blas.c), oneDNN
+// (onednn.c), and the choice between them per dtype and size class
+// (engine.c, engine_tune.c, engine_cache.c). A part of cpu.h, which
+// includes it where the types it uses are declared; include cpu.h, not
+// this file.
+#ifndef ACCEL_PLUGINS_CPU_ENGINE_H_
+#define ACCEL_PLUGINS_CPU_ENGINE_H_
+
+#ifndef ACCEL_PLUGINS_CPU_CPU_H_
+#error "include cpu.h, which includes engine.h"
+#endif
+
+// ---------------------------------------------------------------------------
+// BLAS (blas.c)
+// ---------------------------------------------------------------------------
+
+// cblas_sgemm's signature (enums passed as int).
+typedef void (*accel_cpu_sgemm_fn_t)(int order, int trans_a, int trans_b, int m,
+                                     int n, int k, float alpha, const float* a,
+                                     int lda, const float* b, int ldb,
+                                     float beta, float* c, int ldc);
+
+// A loaded BLAS library. Immutable once loaded.
+struct accel_cpu_blas {
+  void* handle;  // from dlopen
+  accel_cpu_sgemm_fn_t sgemm;
+  // Whether the library runs one call on several threads of its own: then
+  // GEMM hands it the whole product and leaves the pool idle; otherwise
+  // GEMM splits C into tiles across the pool.
+  bool threaded;
+  // The engine slot the library belongs in: ACCEL_CPU_ENGINE_OPENBLAS or
+  // _BLIS when it identifies itself as one, else ACCEL_CPU_ENGINE_BLAS.
+  int engine;
+  char description[96];  // "openblas-0.3.21:Zen:threads"
+};
+
+// dlopen()s the BLAS `name` (a soname or path) and checks it has
+// cblas_sgemm; OpenBLAS is limited to `width` threads. Returns NULL, with
+// the reason appended to `tried`, when it cannot be used.
+accel_cpu_blas_t* accel_cpu_blas_load(const char* name, uint32_t width,
+                                      char* tried, size_t tried_size);
+
+// Unloads a BLAS. NULL is ignored.
+void accel_cpu_blas_destroy(accel_cpu_blas_t* blas);
+
+// ---------------------------------------------------------------------------
+// oneDNN (onednn.c)
+// ---------------------------------------------------------------------------
+
+// One product C = alpha * op(A) op(B) + beta * C, row-major, as the GEMM
+// engines take it. A and B have `ab_dtype`, C `c_dtype`.
+typedef struct accel_cpu_matmul {
+  uint32_t ab_dtype, c_dtype;
+  bool trans_a, trans_b;
+  uint64_t m, n, k;
+  float alpha, beta;
+  const void* a;
+  uint64_t lda;
+  const void* b;
+  uint64_t ldb;
+  void* c;
+  uint64_t ldc;
+} accel_cpu_matmul_t;
+
+// dlopen()s libdnnl.so.2 (oneDNN 2.x) and creates its CPU engine; its
+// OpenMP threads are limited to `width` per call. Returns NULL, with the
+// reason appended to `tried`, when it cannot be used.
+accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
+                                          size_t tried_size);
+
+// Releases the engine and unloads oneDNN. NULL is ignored.
+void accel_cpu_onednn_destroy(accel_cpu_onednn_t* onednn);
+
+// "onednn-2.6.3:omp".
+const char* accel_cpu_onednn_description(const accel_cpu_onednn_t* onednn);
+
+// Whether oneDNN multiplies `dtype` (f32, f16, bf16) with an optimised
+// kernel on this CPU (f16/bf16 need AVX-512 or AMX extensions).
+bool accel_cpu_onednn_native(const accel_cpu_onednn_t* onednn,
+                             uint32_t dtype);
+
+// Runs `mm` as one matmul primitive on the calling thread (and oneDNN's
+// own). ACCEL_ERROR_UNSUPPORTED when oneDNN has no kernel for its dtypes,
+// ACCEL_ERROR_BACKEND when a oneDNN call fails; the reason in `message`.
+accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* onednn,
+                                     const accel_cpu_matmul_t* mm,
+                                     char* message, size_t size);
+
+// ---------------------------------------------------------------------------
+// GEMM engines (engine.c, engine_cache.c)
+// ---------------------------------------------------------------------------
+
+// The engines a GEMM can run on. For f16/bf16 a BLAS engine means: A and
+// B converted to f32 in panels, then that library's sgemm; oneDNN means
+// its own f16/bf16 matmul where it has an optimised one (`native`), else
+// the conversion and its f32 matmul.
+typedef enum accel_cpu_engine_id {
+  ACCEL_CPU_ENGINE_OPENBLAS = 0,  // libopenblas.so.0
+  ACCEL_CPU_ENGINE_BLIS = 1,      // libblis.so.4
+  ACCEL_CPU_ENGINE_BLAS = 2,      // another ACCEL_CPU_BLAS library, or libblas.so.3
+  ACCEL_CPU_ENGINE_ONEDNN = 3,    // libdnnl.so.2
+  ACCEL_CPU_ENGINE_COUNT = 4,
+} accel_cpu_engine_id_t;
+
+// Index of the dtypes GEMM takes in gemm_choice[]: 0 f32, 1 f16, 2 bf16.
+#define ACCEL_CPU_GEMM_DTYPES 3u
+
+// The size classes, by work m*n*k, each with its own engine decision
+// (bounds and the product each is timed on: engine_tune.c).
+enum {
+  ACCEL_CPU_GEMM_SMALL = 0,   // m*n*k < 2^24 (256^3)
+  ACCEL_CPU_GEMM_MEDIUM = 1,  // below 2^29 (1024*1024*512)
+  ACCEL_CPU_GEMM_LARGE = 2,
+  ACCEL_CPU_GEMM_CLASSES = 3,
+};
+
+// What a GEMM of one dtype runs on.
+typedef struct accel_cpu_gemm_engine {
+  accel_cpu_engine_id_t id;
+  bool native;                       // oneDNN multiplies f16/bf16 itself
+  const accel_cpu_blas_t* blas;      // the library, for a BLAS engine
+  const accel_cpu_onednn_t* onednn;  // for ACCEL_CPU_ENGINE_ONEDNN
+} accel_cpu_gemm_engine_t;
+
+// The engine for `gemm` (A and B f32, f16 or bf16; its size class from m,
+// n, k). At the first call it loads the engine libraries (once per
+// plugin); at the first call for a dtype and class it picks one:
+// ACCEL_CPU_GEMM when it names one, else a decision cached on disk for
+// this CPU, thread count and library versions, else the fastest on the
+// class's timed product (run on `pool`), then cached. Returns
+// ACCEL_ERROR_UNSUPPORTED when no engine can be loaded (or the forced one
+// cannot), ACCEL_ERROR_INVALID_ARGUMENT for a malformed ACCEL_CPU_GEMM.
+// Thread-safe; a first call of a class may take a few hundred
+// milliseconds.
+accel_status_t accel_cpu_gemm_engine_get(accel_cpu_plugin_t* plugin,
+                                         accel_cpu_pool_t* pool,
+                                         const accel_plugin_gemm_t* gemm,
+                                         accel_cpu_gemm_engine_t* out);
+
+// Frees what the engines loaded. NULL is ignored. Called by unload.
+void accel_cpu_engines_destroy(accel_cpu_engines_t* engines);
+
+// Writes the GEMM part of a device's features into `out`: per dtype and
+// class the engine ACCEL_CPU_GEMM forces, else the one this process
+// decided, else the one cached on disk for this CPU model (`cpu_name`) and
+// thread count; then per dtype the engine when all classes agree
+// ("gemm-f32=openblas"), "auto" when none is known, else the classes in
+// order ("gemm-f32=openblas/openblas/onednn", small/medium/large, "auto"
+// where not known). Reads one small file and loads no library, so
+// device_open stays cheap; the string does not change for the device's
+// lifetime.
+void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
+                             char* out, size_t size);
+
+// Name of engine `id` ("openblas", "blis", "blas", "onednn").
+const char* accel_cpu_engine_name(accel_cpu_engine_id_t id);
+
+// Parses ACCEL_CPU_GEMM: `text` is one engine name for every dtype and
+// class, or comma-separated `dtype=engine` (every class) and
+// `dtype@class=engine` items (dtype f32, f16 or bf16; class small, medium
+// or large; a class item wins over its dtype's, in any order). Fills
+// `forced[dtype index][class]` with the engine id, or -1 where none is
+// forced. Returns false for a malformed value.
+bool accel_cpu_gemm_parse(
+    const char* text,
+    int forced[ACCEL_CPU_GEMM_DTYPES][ACCEL_CPU_GEMM_CLASSES]);
+
+// The size class of an m x n x k product (ACCEL_CPU_GEMM_SMALL...).
+int accel_cpu_gemm_class(uint64_t m, uint64_t n, uint64_t k);
+
+// Name of class `cls` ("small", "medium", "large").
+const char* accel_cpu_gemm_class_name(int cls);
+
+// Times the `count` engines in `candidates` (in that order) on class
+// `cls`'s product in dtype index `dt`, run on `pool`, and logs the result
+// at info level (engine_tune.c). Returns the index of the fastest in
+// `candidates`, or -1 when none ran (or its operands could not be
+// allocated).
+int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin, accel_cpu_pool_t* pool,
+                          int dt, int cls,
+                          const accel_cpu_gemm_engine_t* candidates, int count);
+
+// How many other runnable threads make a timing too noisy to cache:
+// ACCEL_CPU_TUNE_BUSY, else a quarter of the usable CPUs, at least 1.
+uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host);
+
+// The disk cache of decisions (engine_cache.c): the file
+// $XDG_CACHE_HOME/accel/cpu-gemm.txt (else $HOME/.cache/accel/...), one
+// line per decision: `key<TAB>dtype@class<TAB>engine` (lines from before
+// the classes name the dtype alone). Writes `path` (empty
+// when neither variable is set).
+void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
+                               size_t size);
+
+// The engine id of the last line of `path` whose second field is `field`
+// (or `legacy`, when not NULL) and whose key equals `key`; -1 when none.
+// With `prefix_only`, the keys that start with `key` are compared: their
+// decisions (the last line of each) when they all agree, else -1.
+int accel_cpu_gemm_cache_find(const char* path, const char* key,
+                              bool prefix_only, const char* field,
+                              const char* legacy);
+
+// Appends a decision to `path`, creating its directory. Best effort:
+// returns false when it cannot be written.
+bool accel_cpu_gemm_cache_store(const char* path, const char* key,
+                                const char* field, accel_cpu_engine_id_t id);
+
+// Runs the GEMM `g` (pointers already offset) on `engine` (gemm.c); used by
+// the stream task and by the engine timing. The reason in `message` on
+// failure.
+accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
+                                      accel_cpu_pool_t* pool,
+                                      const accel_cpu_gemm_engine_t* engine,
+                                      const accel_plugin_gemm_t* g,
+                                      char* message, size_t size);
+
+#endif  // ACCEL_PLUGINS_CPU_ENGINE_H_
