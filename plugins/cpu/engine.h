@@ -82,8 +82,11 @@ bool accel_cpu_onednn_native(const accel_cpu_onednn_t* onednn,
                              uint32_t dtype);
 
 // Runs `mm` as one matmul primitive on the calling thread (and oneDNN's
-// own). ACCEL_ERROR_UNSUPPORTED when oneDNN has no kernel for its dtypes,
-// ACCEL_ERROR_BACKEND when a oneDNN call fails; the reason in `message`.
+// own), reusing the primitive kept for its shape (onednn.c). Thread-safe:
+// calls of one shape from several threads each get their own primitive's
+// objects. ACCEL_ERROR_UNSUPPORTED when oneDNN has no kernel for its
+// dtypes, ACCEL_ERROR_BACKEND when a oneDNN call fails; the reason in
+// `message`.
 accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* onednn,
                                      const accel_cpu_matmul_t* mm,
                                      char* message, size_t size);
