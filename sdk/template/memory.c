@@ -75,8 +75,10 @@ static accel_status_t template_copy_task(template_task_t* task, char* message,
   if (n > 1) n--;
 #endif
 #ifdef CONFORM_BUG_CRASH_COPY
-  // Deliberate bug for tests/conform/fixtures: write through NULL.
-  volatile unsigned char* volatile nowhere = NULL;
+  // Deliberate bug for tests/conform/fixtures: a write to address 16, an
+  // unmapped page (not NULL, which UBSan would stop before the fault).
+  volatile unsigned char* volatile nowhere =
+      (volatile unsigned char*)(uintptr_t)16;
   nowhere[0] = 1;
 #endif
   memmove(task->dst, task->src, n);
