@@ -168,6 +168,37 @@ static const char* other_engine(const char* key, const char* engine) {
   return NULL;
 }
 
+// Times a small f32 GEMM with no override and an empty cache, leaving one
+// f32@small line: its cache key, the engine it picked and another loaded
+// engine. False (with the reason printed) when that fails; `*out_skip`
+// says why the test cannot go on (no engine, or only one).
+static bool first_small_decision(char* key, size_t key_size, char* engine,
+                                 size_t engine_size, const char** out_other,
+                                 const char** out_skip) {
+  common_env(false);
+  unsetenv("ACCEL_CPU_GEMM");
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  unlink(cache_file);
+  accel_status_t s = small_gemm(NULL, NULL, 0);
+  if (s == ACCEL_ERROR_UNSUPPORTED) {
+    *out_skip = "no GEMM engine installed";
+    return true;
+  }
+  if (s != ACCEL_OK) {
+    printf("  small GEMM: %s: %s\n", accel_status_string(s),
+           accel_last_error());
+    return false;
+  }
+  int lines = cache_lines(key, key_size, engine, engine_size);
+  if (lines != 1) {
+    printf("  %d cache line(s) after the first GEMM, expected 1\n", lines);
+    return false;
+  }
+  *out_other = other_engine(key, engine);
+  if (*out_other == NULL) *out_skip = "only one engine installed";
+  return true;
+}
+
 TEST(decision_is_cached_and_followed) {
   common_env(false);
   unsetenv("ACCEL_CPU_GEMM");
@@ -238,17 +269,11 @@ TEST(small_and_large_time_their_own_class) {
 // A cached decision of one class is used without timing and shows in the
 // features; classes that agree show as one engine.
 TEST(cached_class_decision_is_used_without_timing) {
-  common_env(false);
-  unsetenv("ACCEL_CPU_GEMM");
-  unsetenv("ACCEL_CPU_GEMM_RETUNE");
-  unlink(cache_file);
   char key[1024] = "", engine[32] = "";
-  accel_status_t s = small_gemm(NULL, NULL, 0);
-  if (s == ACCEL_ERROR_UNSUPPORTED) SKIP("no GEMM engine installed");
-  ASSERT_OK(s);
-  ASSERT_EQ(cache_lines(key, sizeof(key), engine, sizeof(engine)), 1);
-  const char* other = other_engine(key, engine);
-  if (other == NULL) SKIP("only one engine installed");
+  const char *other = NULL, *skip = NULL;
+  ASSERT(first_small_decision(key, sizeof(key), engine, sizeof(engine), &other,
+                              &skip));
+  if (skip != NULL) SKIP("%s", skip);
   cache_append(key, "f32@medium", engine);
   cache_append(key, "f32@large", other);
   char before[512], after[512], want[96];
@@ -270,17 +295,11 @@ TEST(cached_class_decision_is_used_without_timing) {
 // parses: it was timed at 512^3 and applies to the medium class, whose
 // GEMMs then time nothing; the other classes are timed.
 TEST(old_format_line_applies_to_medium) {
-  common_env(false);
-  unsetenv("ACCEL_CPU_GEMM");
-  unsetenv("ACCEL_CPU_GEMM_RETUNE");
-  unlink(cache_file);
   char key[1024] = "", engine[32] = "";
-  accel_status_t s = small_gemm(NULL, NULL, 0);
-  if (s == ACCEL_ERROR_UNSUPPORTED) SKIP("no GEMM engine installed");
-  ASSERT_OK(s);
-  ASSERT_EQ(cache_lines(key, sizeof(key), engine, sizeof(engine)), 1);
-  const char* other = other_engine(key, engine);
-  if (other == NULL) SKIP("only one engine installed");
+  const char *other = NULL, *skip = NULL;
+  ASSERT(first_small_decision(key, sizeof(key), engine, sizeof(engine), &other,
+                              &skip));
+  if (skip != NULL) SKIP("%s", skip);
   // Only the old line: the small class's decision goes.
   unlink(cache_file);
   cache_append(key, "f32", other);
