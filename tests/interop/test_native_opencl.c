@@ -8,45 +8,19 @@
 // them. The OpenCL entry points come from the ICD loader the plugin opens
 // too (libOpenCL.so.1), so the handles are the same objects. Skips (77)
 // without an OpenCL device.
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>
 #include <accel/interop.h>
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "opencl_loader.h"
 #include "test.h"
 
-typedef struct ocl {
-  void* lib;
-  cl_int (*read)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void*,
-                 cl_uint, const cl_event*, cl_event*);
-  cl_int (*write)(cl_command_queue, cl_mem, cl_bool, size_t, size_t,
-                  const void*, cl_uint, const cl_event*, cl_event*);
-  cl_int (*mem_info)(cl_mem, cl_mem_info, size_t, void*, size_t*);
-  cl_int (*queue_info)(cl_command_queue, cl_command_queue_info, size_t, void*,
-                       size_t*);
-  cl_int (*event_info)(cl_event, cl_event_info, size_t, void*, size_t*);
-  cl_int (*device_info)(cl_device_id, cl_device_info, size_t, void*, size_t*);
-  cl_int (*wait)(cl_uint, const cl_event*);
-} ocl_t;
-
-static ocl_t cl;
+static ocl_loader_t cl;
 
 // Opens the OpenCL device and the ICD loader; false (skip) without them.
 static bool ocl_open(accel_device_t** out) {
   if (accel_device_open("opencl:0", out) != ACCEL_OK) return false;
-  cl.lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (cl.lib == NULL) return false;
-  *(void**)&cl.read = dlsym(cl.lib, "clEnqueueReadBuffer");
-  *(void**)&cl.write = dlsym(cl.lib, "clEnqueueWriteBuffer");
-  *(void**)&cl.mem_info = dlsym(cl.lib, "clGetMemObjectInfo");
-  *(void**)&cl.queue_info = dlsym(cl.lib, "clGetCommandQueueInfo");
-  *(void**)&cl.event_info = dlsym(cl.lib, "clGetEventInfo");
-  *(void**)&cl.device_info = dlsym(cl.lib, "clGetDeviceInfo");
-  *(void**)&cl.wait = dlsym(cl.lib, "clWaitForEvents");
-  return cl.read && cl.write && cl.mem_info && cl.queue_info && cl.event_info &&
-         cl.device_info && cl.wait;
+  return ocl_loader_open(&cl);
 }
 
 #define CL_OK(call) ASSERT_EQ((call), CL_SUCCESS)

@@ -10,11 +10,11 @@
 // one kernel with different arguments on their own streams.
 // Exits 77 when no opencl:0 device opens.
 #include <accel/interop.h>
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "opencl_loader.h"
 #include "opencl_test.h"
 #include "test.h"
 
@@ -220,33 +220,14 @@ TEST(launch_struct_local_and_bad_arg_count) {
   accel_kernel_release(kr);
 }
 
-// The OpenCL loader's clGetMemObjectInfo and clGetDeviceInfo /
-// clGetPlatformInfo, for looking at the objects behind accel's handles.
-typedef int32_t (*ocl_info_fn_t)(void*, uint32_t, size_t, void*, size_t*);
-typedef struct ocl_loader {
-  ocl_info_fn_t mem_info, device_info, platform_info;
-} ocl_loader_t;
-
-static bool ocl_loader_open(ocl_loader_t* l) {
-  void* dl = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (dl == NULL) return false;
-  void* syms[3] = {dlsym(dl, "clGetMemObjectInfo"),
-                   dlsym(dl, "clGetDeviceInfo"),
-                   dlsym(dl, "clGetPlatformInfo")};
-  memcpy(&l->mem_info, &syms[0], sizeof(l->mem_info));
-  memcpy(&l->device_info, &syms[1], sizeof(l->device_info));
-  memcpy(&l->platform_info, &syms[2], sizeof(l->platform_info));
-  return l->mem_info && l->device_info && l->platform_info;
-}
-
 // CL_MEM_REFERENCE_COUNT of the cl_mem behind `b`, or 0.
 static uint32_t mem_references(const ocl_loader_t* l, accel_buffer_t* b) {
   uint64_t handle = 0;
   size_t offset = 0;
-  uint32_t count = 0;
+  cl_uint count = 0;
   if (accel_buffer_query_native(b, &handle, &offset) != ACCEL_OK ||
-      l->mem_info((void*)(uintptr_t)handle, 0x1105 /* REFERENCE_COUNT */,
-                  sizeof(count), &count, NULL) != 0) {
+      l->mem_info((cl_mem)(uintptr_t)handle, CL_MEM_REFERENCE_COUNT,
+                  sizeof(count), &count, NULL) != CL_SUCCESS) {
     return 0;
   }
   return count;
@@ -256,13 +237,13 @@ static uint32_t mem_references(const ocl_loader_t* l, accel_buffer_t* b) {
 // reference on their parent buffer (clCreateSubBuffer retains it).
 static bool device_is_pocl(const ocl_loader_t* l) {
   uint64_t id = 0;
-  void* platform = NULL;
+  cl_platform_id platform = NULL;
   char name[256] = "";
   if (accel_device_query_native(ocl.device, ACCEL_NATIVE_DEVICE, &id) != ACCEL_OK ||
-      l->device_info((void*)(uintptr_t)id, 0x1031 /* PLATFORM */,
-                     sizeof(platform), &platform, NULL) != 0 ||
-      l->platform_info(platform, 0x0902 /* NAME */, sizeof(name) - 1, name,
-                       NULL) != 0) {
+      l->device_info((cl_device_id)(uintptr_t)id, CL_DEVICE_PLATFORM,
+                     sizeof(platform), &platform, NULL) != CL_SUCCESS ||
+      l->platform_info(platform, CL_PLATFORM_NAME, sizeof(name) - 1, name,
+                       NULL) != CL_SUCCESS) {
     return false;
   }
   return strstr(name, "Portable Computing Language") != NULL;
