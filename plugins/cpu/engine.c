@@ -41,6 +41,16 @@ const char* accel_cpu_engine_name(accel_cpu_engine_id_t id) {
                                                : "none";
 }
 
+const char* accel_cpu_gemm_dtype_name(int dt) {
+  return dt >= 0 && dt < (int)ACCEL_CPU_GEMM_DTYPES
+             ? accel_cpu_gemm_dtype_names[dt]
+             : "none";
+}
+
+bool accel_cpu_name_is(const char* text, size_t len, const char* name) {
+  return name != NULL && strlen(name) == len && strncmp(text, name, len) == 0;
+}
+
 // Index of `dtype` in gemm_choice[], or -1.
 static int accel_cpu_gemm_dtype_index(uint32_t dtype) {
   switch (dtype) {
@@ -57,29 +67,23 @@ static int accel_cpu_gemm_dtype_index(uint32_t dtype) {
 
 // Index of the name the `len` characters at `text` spell in `names`, or
 // -1.
-static int accel_cpu_name_lookup(const char* const* names, int count,
+// Index (below `count`) of the name `name_of` gives that the `len`
+// characters at `text` spell, or -1.
+static int accel_cpu_name_lookup(const char* (*name_of)(int), int count,
                                  const char* text, size_t len) {
   for (int i = 0; i < count; i++) {
-    if (strlen(names[i]) == len && strncmp(text, names[i], len) == 0) {
-      return i;
-    }
+    if (accel_cpu_name_is(text, len, name_of(i))) return i;
   }
   return -1;
 }
 
-static int accel_cpu_engine_lookup(const char* name, size_t len) {
-  return accel_cpu_name_lookup(accel_cpu_engine_names,
-                               (int)ACCEL_CPU_ENGINE_COUNT, name, len);
+static const char* accel_cpu_engine_name_of(int id) {
+  return accel_cpu_engine_name((accel_cpu_engine_id_t)id);
 }
 
-static int accel_cpu_class_lookup(const char* name, size_t len) {
-  for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
-    const char* class_name = accel_cpu_gemm_class_name(c);
-    if (strlen(class_name) == len && strncmp(name, class_name, len) == 0) {
-      return c;
-    }
-  }
-  return -1;
+int accel_cpu_engine_id(const char* text, size_t len) {
+  return accel_cpu_name_lookup(accel_cpu_engine_name_of,
+                               (int)ACCEL_CPU_ENGINE_COUNT, text, len);
 }
 
 // One `dtype[@class]=engine` item of ACCEL_CPU_GEMM, the `len` characters
@@ -90,12 +94,14 @@ static bool accel_cpu_gemm_parse_item(const char* item, size_t len, int* dt,
   if (eq == NULL) return false;
   const char* at = memchr(item, '@', (size_t)(eq - item));
   const char* dt_end = at != NULL ? at : eq;
-  *dt = accel_cpu_name_lookup(accel_cpu_gemm_dtype_names,
+  *dt = accel_cpu_name_lookup(accel_cpu_gemm_dtype_name,
                               (int)ACCEL_CPU_GEMM_DTYPES, item,
                               (size_t)(dt_end - item));
-  *cls =
-      at != NULL ? accel_cpu_class_lookup(at + 1, (size_t)(eq - at - 1)) : -1;
-  *id = accel_cpu_engine_lookup(eq + 1, (size_t)(item + len - eq - 1));
+  *cls = at != NULL ? accel_cpu_name_lookup(accel_cpu_gemm_class_name,
+                                            (int)ACCEL_CPU_GEMM_CLASSES,
+                                            at + 1, (size_t)(eq - at - 1))
+                    : -1;
+  *id = accel_cpu_engine_id(eq + 1, (size_t)(item + len - eq - 1));
   return *dt >= 0 && (at == NULL || *cls >= 0) && *id >= 0;
 }
 
@@ -109,7 +115,7 @@ bool accel_cpu_gemm_parse(
   }
   if (text == NULL || text[0] == '\0') return true;
   if (strchr(text, '=') == NULL) {
-    int id = accel_cpu_engine_lookup(text, strlen(text));
+    int id = accel_cpu_engine_id(text, strlen(text));
     for (int d = 0; d < (int)ACCEL_CPU_GEMM_DTYPES; d++) {
       for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) forced[d][c] = id;
     }

@@ -160,6 +160,16 @@ void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
 // Name of engine `id` ("openblas", "blis", "blas", "onednn").
 const char* accel_cpu_engine_name(accel_cpu_engine_id_t id);
 
+// The engine id the `len` characters at `text` name, or -1.
+int accel_cpu_engine_id(const char* text, size_t len);
+
+// Name of dtype index `dt` ("f32", "f16", "bf16").
+const char* accel_cpu_gemm_dtype_name(int dt);
+
+// Whether the `len` characters at `text` spell `name` (never when `name`
+// is NULL): the comparison every name lookup of the engine files makes.
+bool accel_cpu_name_is(const char* text, size_t len, const char* name);
+
 // Parses ACCEL_CPU_GEMM: `text` is one engine name for every dtype and
 // class, or comma-separated `dtype=engine` (every class) and
 // `dtype@class=engine` items (dtype f32, f16 or bf16; class small, medium

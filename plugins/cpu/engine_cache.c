@@ -36,21 +36,8 @@ void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
 #define ACCEL_CPU_GEMM_CACHE_KEYS 16
 
 // The engine id named at the end of a cache line, or -1.
-static int accel_cpu_gemm_cache_engine(char* engine) {
-  engine[strcspn(engine, "\r\n")] = '\0';
-  for (int id = 0; id < (int)ACCEL_CPU_ENGINE_COUNT; id++) {
-    if (strcmp(engine, accel_cpu_engine_name((accel_cpu_engine_id_t)id)) ==
-        0) {
-      return id;
-    }
-  }
-  return -1;
-}
-
-// Whether the `len` characters at `text` spell `name` (NULL: never).
-static bool accel_cpu_gemm_cache_is(const char* text, size_t len,
-                                    const char* name) {
-  return name != NULL && strlen(name) == len && strncmp(text, name, len) == 0;
+static int accel_cpu_gemm_cache_engine(const char* engine) {
+  return accel_cpu_engine_id(engine, strcspn(engine, "\r\n"));
 }
 
 int accel_cpu_gemm_cache_find(const char* path, const char* key,
@@ -78,8 +65,8 @@ int accel_cpu_gemm_cache_find(const char* path, const char* key,
     bool match = prefix_only ? len >= key_len && !strncmp(line, key, key_len)
                              : len == key_len && !strncmp(line, key, key_len);
     size_t dlen = (size_t)(tab2 - tab1 - 1);
-    if (!match || !(accel_cpu_gemm_cache_is(tab1 + 1, dlen, field) ||
-                    accel_cpu_gemm_cache_is(tab1 + 1, dlen, legacy))) {
+    if (!match || !(accel_cpu_name_is(tab1 + 1, dlen, field) ||
+                    accel_cpu_name_is(tab1 + 1, dlen, legacy))) {
       continue;
     }
     int id = accel_cpu_gemm_cache_engine(tab2 + 1);

@@ -53,9 +53,6 @@ static const struct {
     {"large", 1024, 1024, 1024},
 };
 
-static const char* const accel_cpu_tune_dtype_names[ACCEL_CPU_GEMM_DTYPES] = {
-    "f32", "f16", "bf16"};
-
 int accel_cpu_gemm_class(uint64_t m, uint64_t n, uint64_t k) {
   double w = (double)m * (double)n * (double)k;
   if (w < (double)(1ull << 24)) return ACCEL_CPU_GEMM_SMALL;
@@ -170,7 +167,7 @@ int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin, accel_cpu_pool_t* pool,
   plugin->host->log(
       plugin->host, ACCEL_LOG_INFO,
       "gemm-%s@%s timed at %llux%llux%llu (GFLOP/s): %s -> %s",
-      accel_cpu_tune_dtype_names[dt], accel_cpu_gemm_class_name(cls),
+      accel_cpu_gemm_dtype_name(dt), accel_cpu_gemm_class_name(cls),
       (unsigned long long)g.m, (unsigned long long)g.n, (unsigned long long)g.k,
       report,
       best_i >= 0 ? accel_cpu_engine_name(candidates[best_i].id) : "none");
