@@ -162,16 +162,12 @@ static bool conform_parse(int argc, char** argv, conform_args_t* args) {
       case CONFORM_OPT_FILTER:
         args->filter = optarg;
         break;
-      case CONFORM_OPT_TIMEOUT: {
-        char* end = NULL;
-        double d = strtod(optarg, &end);
-        if (end == optarg || *end != '\0' || !(d > 0.0) || d > 86400.0) {
+      case CONFORM_OPT_TIMEOUT:
+        if (!tool_parse_seconds(optarg, &args->timeout_s)) {
           return conform_bad_value(name, optarg,
                                    "seconds, more than 0, at most a day");
         }
-        args->timeout_s = d;
         break;
-      }
       case CONFORM_OPT_SEED:
         if (!conform_parse_unsigned(optarg, UINT64_MAX, &args->seed)) {
           return conform_bad_value(name, optarg,

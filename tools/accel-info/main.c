@@ -44,15 +44,6 @@ static const char info_usage[] =
     "Environment: ACCEL_PLUGIN_PATH, ACCEL_BACKEND, ACCEL_LOG (see\n"
     "docs/accel-info.md).\n";
 
-// Parses a timeout in seconds: a positive decimal number up to a day.
-static bool info_parse_timeout(const char* s, double* out) {
-  char* end = NULL;
-  double v = strtod(s, &end);
-  if (end == s || *end != '\0' || !(v > 0.0) || v > 86400.0) return false;
-  *out = v;
-  return true;
-}
-
 // Reports a usage error on stderr (and, with --json, as a JSON document on
 // stdout, which must always hold valid JSON) and returns exit code 2.
 static int info_usage_error(const info_run_options_t* options,
@@ -127,7 +118,7 @@ static void info_parse(int argc, char** argv, info_args_t* args) {
         args->run.text.verbose = true;
         break;
       case INFO_OPT_TIMEOUT:
-        if (!info_parse_timeout(optarg, &args->run.timeout_s)) {
+        if (!tool_parse_seconds(optarg, &args->run.timeout_s)) {
           info_args_fail(
               args, "invalid --timeout (want seconds, > 0, <= 86400)", optarg);
         }

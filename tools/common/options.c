@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // The entry of `longs` that `given` (the text after "--", up to any '=')
@@ -59,4 +60,12 @@ void tool_option_error(int c, char* const* argv, const struct option* longs,
     out->problem = "unknown option";
     snprintf(out->option, sizeof(out->option), "-%c", optopt);
   }
+}
+
+bool tool_parse_seconds(const char* text, double* out) {
+  char* end = NULL;
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || !(v > 0.0) || v > 86400.0) return false;
+  *out = v;
+  return true;
 }

@@ -6,6 +6,7 @@
 #define ACCEL_TOOLS_COMMON_OPTIONS_H_
 
 #include <getopt.h>
+#include <stdbool.h>
 
 // What getopt_long() refused, worded for a usage message.
 typedef struct tool_option_error {
@@ -26,5 +27,10 @@ typedef struct tool_option_error {
 // set to 0, so that getopt_long() prints nothing of its own.
 void tool_option_error(int c, char* const* argv, const struct option* longs,
                        tool_option_error_t* out);
+
+// Parses a time limit in seconds for an option such as --timeout: a
+// decimal number (strtod's forms) with nothing after it, more than 0 and
+// at most 86400 (a day). False, leaving `*out` alone, for anything else.
+bool tool_parse_seconds(const char* text, double* out);
 
 #endif  // ACCEL_TOOLS_COMMON_OPTIONS_H_
