@@ -41,6 +41,13 @@
 // count is non-zero under the mutex stays valid until the mutex is dropped.
 // Buffers hold weak references (stream.c) so the struct outlives the stream.
 //
+// A device with ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS (OpenCL, where
+// concurrent use of a buffer and its sub-buffers is undefined even on
+// disjoint bytes) gets one block per segment: a small segment is the
+// rounded request rather than 2 MiB, nothing is split, and a cached block
+// serves a request of at least half its size, so two buffers never share
+// a plugin allocation and the waste stays below half.
+//
 // ACCEL_ALLOCATOR=raw turns caching off: each buffer is one plugin
 // allocation of exactly its size, returned to the plugin as soon as it is
 // free and no stream can still use it. Statistics count the same way.
@@ -189,7 +196,8 @@ static void accel__block_split(accel__allocator_t* a, accel__block_t* b,
                                size_t size) {
   accel__segment_t* s = b->segment;
   size_t rest = b->size - size;
-  if (s->raw || (s->small ? rest < a->unit : rest <= ACCEL__SMALL_REQUEST))
+  if (s->raw || a->whole ||
+      (s->small ? rest < a->unit : rest <= ACCEL__SMALL_REQUEST))
     return;
   // max_split_size: an oversize request keeps its whole block.
   if (!s->small && size >= a->max_split) return;
@@ -257,6 +265,8 @@ static accel__pool_t* accel__stream_pool(accel__allocator_t* a,
   return pool;
 }
 
+// With separate allocations a cached block, which is never split, serves
+// only a request of at least half its size. Then
 // max_split_size (PyTorch's get_free_block): a request below it never
 // takes (and splits) an oversize cached block, and an oversize request
 // takes a cached block only if that wastes less than 20 MiB. `b` is the
@@ -264,6 +274,7 @@ static accel__pool_t* accel__stream_pool(accel__allocator_t* a,
 // there fails too.
 static accel__block_t* accel__split_rule(const accel__allocator_t* a,
                                          accel__block_t* b, size_t size) {
+  if (b != NULL && a->whole && b->size / 2 > size) return NULL;
   if (b == NULL || b->segment->small) return b;
   if (size < a->max_split) return b->size < a->max_split ? b : NULL;
   return b->size - size < ACCEL__OVERSIZE_SLACK ? b : NULL;
@@ -441,6 +452,7 @@ accel_status_t accel__allocator_create(accel_device_t* device) {
   pthread_mutex_init(&a->mutex, NULL);
   a->device = device;
   a->caching = true;
+  a->whole = device->separate_allocations;
   a->unit = accel__unit(device);
   a->max_split = SIZE_MAX;
   a->global.alive = true;
@@ -460,8 +472,9 @@ accel_status_t accel__allocator_create(accel_device_t* device) {
                mode, device->uri);
   }
   accel__alloc_conf_read(a);
-  accel__log(ACCEL_LOG_DEBUG, "%s: %s allocator", device->uri,
-             a->caching ? "caching" : "raw");
+  accel__log(ACCEL_LOG_DEBUG, "%s: %s allocator%s", device->uri,
+             a->caching ? "caching" : "raw",
+             a->caching && a->whole ? ", one allocation per buffer" : "");
   device->allocator = a;
   return ACCEL_OK;
 }

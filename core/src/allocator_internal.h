@@ -103,6 +103,10 @@ struct accel__allocator {
   pthread_mutex_t mutex;
   accel_device_t* device;
   bool caching;
+  // Caching without sharing (ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS): a
+  // segment holds one block, which is never split; a cached one serves a
+  // request of at least half its size.
+  bool whole;
   size_t unit;            // requests round up to this (accel__unit)
   uint64_t total_memory;  // from mem_info at open; 0 if unknown
   accel__alloc_conf_t conf;  // ACCEL_ALLOC_CONF at open

@@ -189,7 +189,7 @@ accel_status_t accel__segment_new(accel__allocator_t* a, accel__pool_t* pool,
   size_t want = rounded;
   if (a->caching) {
     if (small) {
-      want = ACCEL__SMALL_SEGMENT;
+      want = a->whole ? rounded : ACCEL__SMALL_SEGMENT;
     } else if (rounded <= SIZE_MAX - ACCEL__LARGE_ROUND) {
       want = accel__round_up(rounded, ACCEL__LARGE_ROUND);
     }

@@ -31,6 +31,8 @@ static void accel__device_cache_props(accel_device_t* device) {
   device->buffer_offset_alignment = props.buffer_offset_alignment;
   memcpy(device->max_grid, props.max_grid, sizeof(device->max_grid));
   device->host_accessible = (props.caps & ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) != 0;
+  device->separate_allocations =
+      (props.caps & ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS) != 0;
 }
 
 accel_status_t accel__device_open_locked(accel__plugin_t* plugin,
@@ -327,6 +329,8 @@ const char* accel_device_cap_name(accel_device_caps_t cap) {
       return "graphs";
     case ACCEL_DEVICE_CAP_HOST_ACCESSIBLE:
       return "host_accessible";
+    case ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS:
+      return "separate_allocations";
     default:
       return NULL;
   }

@@ -276,6 +276,8 @@ struct accel_device {
   uint32_t max_grid[3];
   // ACCEL_DEVICE_CAP_HOST_ACCESSIBLE: buffer addresses are host pointers.
   bool host_accessible;
+  // ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS: one mem_alloc per buffer.
+  bool separate_allocations;
   // Created at open, destroyed at close (allocator.c, host_pool.c).
   accel__allocator_t* allocator;
   accel__host_pool_t* host_pool;

@@ -306,7 +306,12 @@ static void accel_opencl_read_props(accel_opencl_device_t* device,
   }
   cl_command_queue_properties queue = 0;
   accel_opencl_info(device, CL_DEVICE_QUEUE_PROPERTIES, &queue, sizeof(queue));
-  p->caps = ACCEL_DEVICE_CAP_PINNED_MEMORY;
+  // Kernel arguments at an offset are sub-buffers, and concurrent use of
+  // a buffer and its sub-buffers is undefined even on disjoint bytes
+  // (OpenCL 3.0, clCreateSubBuffer): every buffer gets a cl_mem of its
+  // own, so streams working on different buffers never share one.
+  p->caps = ACCEL_DEVICE_CAP_PINNED_MEMORY |
+            ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS;
   if (queue & CL_QUEUE_PROFILING_ENABLE)
     p->caps |= ACCEL_DEVICE_CAP_EVENT_TIMING;
   if (shares_context) p->caps |= ACCEL_DEVICE_CAP_PEER_ACCESS;

@@ -316,6 +316,29 @@ TEST(launch_offset_views_kept) {
   accel_kernel_release(kernel);
 }
 
+// Two small buffers are two cl_mem objects, each used from offset 0: the
+// caching allocator never places buffers in one cl_mem on OpenCL
+// (ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS), so launches on different
+// buffers never meet on one parent buffer and its sub-buffers, whose
+// concurrent use the specification leaves undefined.
+TEST(buffers_own_cl_mem) {
+  NEED_DEVICE();
+  ASSERT(ocl.info.caps & ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS);
+  accel_buffer_t* a = NULL;
+  accel_buffer_t* b = NULL;
+  ASSERT_OK(accel_buffer_create(ocl.device, 1000, &a));
+  ASSERT_OK(accel_buffer_create(ocl.device, 1000, &b));
+  uint64_t ha = 0, hb = 0;
+  size_t oa = 1, ob = 1;
+  ASSERT_OK(accel_buffer_query_native(a, &ha, &oa));
+  ASSERT_OK(accel_buffer_query_native(b, &hb, &ob));
+  ASSERT(ha != hb);
+  ASSERT_EQ(oa, 0);
+  ASSERT_EQ(ob, 0);
+  accel_buffer_release(a);
+  accel_buffer_release(b);
+}
+
 // Four threads launch one kernel object with their own arguments on their
 // own streams; arguments mixed between threads would show in the sums.
 enum { THREADS = 4, LAUNCHES = 60, TN = 2048 };

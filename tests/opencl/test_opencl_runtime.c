@@ -154,6 +154,7 @@ TEST(props) {
   ASSERT_EQ(p.max_grid[0], 0);
   ASSERT(p.caps & ACCEL_DEVICE_CAP_EVENT_TIMING);
   ASSERT(p.caps & ACCEL_DEVICE_CAP_PINNED_MEMORY);
+  ASSERT(p.caps & ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS);
   if (strcmp(p.platform, "Portable Computing Language") == 0) {
     ASSERT_EQ(p.type, ACCEL_DEVICE_TYPE_CPU);  // so auto still picks cpu:0
   }

@@ -111,6 +111,13 @@ enum accel_device_cap_bits {
   ACCEL_DEVICE_CAP_GRAPHS = 1u << 7,         // captured work graphs
   ACCEL_DEVICE_CAP_HOST_ACCESSIBLE = 1u << 8,  // buffer addresses are host
                                                // pointers
+  // Every buffer is a device allocation of its own: the runtime leaves
+  // concurrent use of disjoint ranges of one allocation undefined (OpenCL:
+  // a buffer and its sub-buffers), so the caching allocator never places
+  // two buffers in one allocation. Work on two streams that touches
+  // disjoint ranges of one buffer at once (a kernel argument at an offset
+  // is a sub-buffer) is undefined there too; order it with events.
+  ACCEL_DEVICE_CAP_SEPARATE_ALLOCATIONS = 1u << 9,
   ACCEL_DEVICE_CAP_MAX_ENUM = 0x7fffffff
 };
 
