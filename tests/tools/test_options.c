@@ -4,6 +4,7 @@
 // names for each way getopt_long() refuses a command line.
 #include <getopt.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "options.h"
 #include "test.h"
@@ -90,6 +91,37 @@ TEST(value_not_wanted) {
   EXPECT("option takes no value", "--json=1", "--json=1");
   EXPECT("option takes no value", "--js=", "--js=");
   EXPECT("option takes no value", "--verbose=yes", "--verbose=yes");
+}
+
+// Byte counts: digits and one binary suffix, nothing else, within `most`.
+TEST(byte_counts) {
+  unsigned long long v = 0;
+  ASSERT(tool_parse_bytes("4K", 1ull << 40, &v));
+  ASSERT_EQ(v, 4096);
+  ASSERT(tool_parse_bytes("256m", 1ull << 40, &v));
+  ASSERT_EQ(v, 256ull << 20);
+  ASSERT(tool_parse_bytes("3G", 1ull << 40, &v));
+  ASSERT_EQ(v, 3ull << 30);
+  ASSERT(tool_parse_bytes("17", 1ull << 40, &v));
+  ASSERT_EQ(v, 17);
+  ASSERT(tool_parse_bytes("1024", 1024, &v));  // the limit itself
+  ASSERT(tool_parse_bytes("1K", 1024, &v));
+  v = 99;
+  static const char* const bad[] = {
+      "", "K", "-4K", "+4K", " 4K", "4K ", "4.5K", "4KB", "4T", "0x10",
+      "1025", "2K",  // above the limit of 1024
+      "18446744073709551616",  // 2^64
+      "99999999999999999999G"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if (tool_parse_bytes(bad[i], 1024, &v)) printf("  took '%s'\n", bad[i]);
+    ASSERT(!tool_parse_bytes(bad[i], 1024, &v));
+  }
+  ASSERT_EQ(v, 99);  // untouched by every refusal
+  ASSERT(!tool_parse_bytes("17179869184G", ~0ull, &v));  // 2^64 bytes
+  ASSERT(tool_parse_bytes("17179869183G", ~0ull, &v));
+  ASSERT_EQ(v, 17179869183ull << 30);
+  ASSERT(tool_parse_bytes("18446744073709551615", ~0ull, &v));
+  ASSERT_EQ(v, ~0ull);
 }
 
 int main(int argc, char** argv) { return test_main(argc, argv); }

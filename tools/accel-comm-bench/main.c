@@ -14,11 +14,15 @@
 // host-accessible (cpu), so both sides move the same bytes.
 #include <accel/accel.h>
 #include <getopt.h>
+#include <limits.h>
 #include <mpi.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "options.h"
 
 typedef struct options {
   size_t min_bytes, max_bytes;
@@ -28,15 +32,6 @@ typedef struct options {
 } options_t;
 
 static int rank_, size_;
-
-static size_t parse_size(const char* text) {
-  char* end = NULL;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (*end == 'K' || *end == 'k') v <<= 10, end++;
-  else if (*end == 'M' || *end == 'm') v <<= 20, end++;
-  else if (*end == 'G' || *end == 'g') v <<= 30, end++;
-  return *end == '\0' ? (size_t)v : 0;
-}
 
 static void usage(FILE* out) {
   fprintf(out,
@@ -49,6 +44,24 @@ static void usage(FILE* out) {
           "  --help          this text\n");
 }
 
+// The largest --max: MPI takes an int count of floats.
+#define COMM_BENCH_MAX_BYTES ((unsigned long long)INT_MAX * sizeof(float))
+
+// Prints a usage error once (rank 0) and returns 2.
+static int refuse(const char* fmt, ...) {
+  if (rank_ == 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "accel-comm-bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    usage(stderr);
+  }
+  return 2;
+}
+
+// 0 to run, 1 after --help, 2 for a bad command line.
 static int parse(int argc, char** argv, options_t* o) {
   static const struct option longs[] = {
       {"min", required_argument, NULL, 'm'},
@@ -59,21 +72,45 @@ static int parse(int argc, char** argv, options_t* o) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   *o = (options_t){4 << 10, 256u << 20, "cpu:0", NULL, 0.3};
+  opterr = 0;  // refusals are worded below, once
   int c;
-  while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+    unsigned long long bytes = 0;
     switch (c) {
-      case 'm': o->min_bytes = parse_size(optarg); break;
-      case 'M': o->max_bytes = parse_size(optarg); break;
+      case 'm':
+      case 'M':
+        if (!tool_parse_bytes(optarg, COMM_BENCH_MAX_BYTES, &bytes) ||
+            bytes < sizeof(float)) {
+          return refuse("%s wants 4 to %llu bytes (K, M and G count "
+                        "1024s: 4K, 256M), not '%s'",
+                        c == 'm' ? "--min" : "--max", COMM_BENCH_MAX_BYTES,
+                        optarg);
+        }
+        *(c == 'm' ? &o->min_bytes : &o->max_bytes) = (size_t)bytes;
+        break;
       case 'd': o->device = optarg; break;
-      case 's': o->seconds = atof(optarg); break;
+      case 's':
+        if (!tool_parse_seconds(optarg, &o->seconds)) {
+          return refuse("--seconds wants seconds above 0 and at most "
+                        "86400, not '%s'",
+                        optarg);
+        }
+        break;
       case 'j': o->json = optarg; break;
-      case 'h': usage(stdout); return 1;
-      default: usage(stderr); return 2;
+      case 'h':
+        if (rank_ == 0) usage(stdout);
+        return 1;
+      default: {
+        tool_option_error_t e;
+        tool_option_error(c, argv, longs, &e);
+        return refuse("%s: %s", e.problem, e.option);
+      }
     }
   }
-  if (o->min_bytes < 4 || o->max_bytes < o->min_bytes || !(o->seconds > 0)) {
-    fprintf(stderr, "accel-comm-bench: bad --min, --max or --seconds\n");
-    return 2;
+  if (optind < argc) return refuse("unexpected argument '%s'", argv[optind]);
+  if (o->max_bytes < o->min_bytes) {
+    return refuse("--max (%zu bytes) is below --min (%zu bytes)",
+                  o->max_bytes, o->min_bytes);
   }
   return 0;
 }

@@ -69,3 +69,25 @@ bool tool_parse_seconds(const char* text, double* out) {
   *out = v;
   return true;
 }
+
+bool tool_parse_bytes(const char* text, unsigned long long most,
+                      unsigned long long* out) {
+  unsigned long long v = 0;
+  const char* p = text;
+  if (*p < '0' || *p > '9') return false;  // no sign, space or empty text
+  for (; *p >= '0' && *p <= '9'; p++) {
+    unsigned digit = (unsigned)(*p - '0');
+    if (digit > most || v > (most - digit) / 10) return false;
+    v = v * 10 + digit;
+  }
+  unsigned shift = 0;
+  switch (*p) {
+    case 'K': case 'k': shift = 10; p++; break;
+    case 'M': case 'm': shift = 20; p++; break;
+    case 'G': case 'g': shift = 30; p++; break;
+    default: break;
+  }
+  if (*p != '\0' || v > most >> shift) return false;
+  *out = v << shift;
+  return true;
+}

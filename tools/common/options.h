@@ -33,4 +33,12 @@ void tool_option_error(int c, char* const* argv, const struct option* longs,
 // at most 86400 (a day). False, leaving `*out` alone, for anything else.
 bool tool_parse_seconds(const char* text, double* out);
 
+// Parses a byte count for an option such as --max: decimal digits, then
+// optionally K, M or G (upper or lower case; powers of 1024) and nothing
+// else, at most `most`. "4K" is 4096. False, leaving `*out` alone, for a
+// sign, a space, a fraction, another suffix, an overflow or a count above
+// `most`.
+bool tool_parse_bytes(const char* text, unsigned long long most,
+                      unsigned long long* out);
+
 #endif  // ACCEL_TOOLS_COMMON_OPTIONS_H_
