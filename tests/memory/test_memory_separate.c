@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "loader_util.h"
+#include "memory_test.h"
 #include "test.h"
 
 // Opens fxprobe:0 afresh, with or without the capability.
@@ -24,14 +25,6 @@ static accel_device_t* probe_device(bool separate) {
   accel_device_t* device = NULL;
   if (accel_device_open("fxprobe:0", &device) != ACCEL_OK) return NULL;
   return device;
-}
-
-static accel_memory_stats_t stats_of(accel_device_t* device) {
-  accel_memory_stats_t s = {.struct_size = sizeof(s)};
-  if (accel_device_query_memory_stats(device, &s) != ACCEL_OK) {
-    s.raw_allocs = UINT64_MAX;  // fails every comparison below
-  }
-  return s;
 }
 
 static uint64_t handle_of(const accel_buffer_t* b, size_t* out_offset) {
@@ -68,14 +61,16 @@ TEST(small_buffers_never_share) {
     ASSERT_EQ(offset, 0);
   }
   ASSERT(h[0] != h[1] && h[1] != h[2] && h[0] != h[2]);
-  accel_memory_stats_t s = stats_of(device);
+  accel_memory_stats_t s = memory_stats(device);
+  ASSERT_EQ(s.struct_size, sizeof(s));
   ASSERT_EQ(s.raw_allocs, 3);
   ASSERT_EQ(s.reserved_bytes, 1024 + 4096 + 5120);
   ASSERT_EQ(s.allocated_bytes, 1024 + 4096 + 5120);
   ASSERT_EQ(s.inactive_split_bytes, 0);
   for (int i = 0; i < 3; i++) accel_buffer_release(b[i]);
   ASSERT_OK(accel_device_empty_cache(device));
-  s = stats_of(device);
+  s = memory_stats(device);
+  ASSERT_EQ(s.struct_size, sizeof(s));
   ASSERT_EQ(s.reserved_bytes, 0);
   ASSERT_EQ(s.raw_frees, 3);
   accel_device_release(device);
@@ -95,7 +90,8 @@ TEST(reuse_needs_half_the_size) {
   accel_buffer_t* b = NULL;
   ASSERT_OK(accel_buffer_create(device, 3000, &b));
   ASSERT_EQ(handle_of(b, &offset), h4k);
-  accel_memory_stats_t s = stats_of(device);
+  accel_memory_stats_t s = memory_stats(device);
+  ASSERT_EQ(s.struct_size, sizeof(s));
   ASSERT_EQ(s.raw_allocs, 1);
   ASSERT_EQ(s.cache_hits, 1);
   ASSERT_EQ(s.allocated_bytes, 4096);  // the whole block, never cut
@@ -103,7 +99,8 @@ TEST(reuse_needs_half_the_size) {
 
   ASSERT_OK(accel_buffer_create(device, 1024, &b));
   ASSERT(handle_of(b, &offset) != h4k);
-  s = stats_of(device);
+  s = memory_stats(device);
+  ASSERT_EQ(s.struct_size, sizeof(s));
   ASSERT_EQ(s.raw_allocs, 2);
   ASSERT_EQ(s.reserved_bytes, 4096 + 1024);
   accel_buffer_release(b);
@@ -118,7 +115,8 @@ TEST(reuse_needs_half_the_size) {
   accel_buffer_release(b);
   ASSERT_OK(accel_buffer_create(device, 3u << 19, &b));
   ASSERT(handle_of(b, &offset) != h4m);
-  s = stats_of(device);
+  s = memory_stats(device);
+  ASSERT_EQ(s.struct_size, sizeof(s));
   ASSERT_EQ(s.raw_allocs, 4);
   ASSERT_EQ(s.inactive_split_bytes, 0);
   accel_buffer_release(b);
@@ -136,7 +134,9 @@ TEST(other_devices_still_share_segments) {
   size_t oa = 0, ob = 0;
   ASSERT_EQ(handle_of(a, &oa), handle_of(b, &ob));
   ASSERT(oa != ob);
-  ASSERT_EQ(stats_of(device).raw_allocs, 1);
+  accel_memory_stats_t s = memory_stats(device);
+  ASSERT_EQ(s.struct_size, sizeof(s));
+  ASSERT_EQ(s.raw_allocs, 1);
   accel_buffer_release(a);
   accel_buffer_release(b);
   accel_device_release(device);
