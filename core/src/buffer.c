@@ -24,9 +24,9 @@ accel_status_t accel__check_buffer(const char* what, const char* operand,
   return ACCEL_OK;
 }
 
-accel_status_t accel__check_range(const char* what, const char* operand,
-                                  const accel_buffer_t* buffer, size_t offset,
-                                  size_t size) {
+accel_status_t accel__range_fail(const char* what, const char* operand,
+                                 const accel_buffer_t* buffer, size_t offset,
+                                 size_t size) {
   accel_status_t status = accel__check_buffer(what, operand, buffer);
   if (status != ACCEL_OK) return status;
   if (size == 0) {

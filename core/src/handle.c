@@ -45,6 +45,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "handle.h"
 #include "internal.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -58,13 +59,12 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
-#define ACCEL__SPAN ((size_t)4 << 20)  // bytes of records per arena
 #define ACCEL__GENERATIONS 64u  // views per arena (a power of two)
 #define ACCEL__QUARANTINE 4096u        // released slots kept back
 #define ACCEL__REGION (ACCEL__GENERATIONS * ACCEL__SPAN)  // 256 MiB
-#define ACCEL__REGION_SHIFT 28
+_Static_assert(ACCEL__REGION == (size_t)1 << ACCEL__REGION_SHIFT,
+               "an arena's views fill one region of the lookup table");
 #define ACCEL__ARENAS_MAX 1024u
-#define ACCEL__TABLE 4096u  // arena lookup by address, direct-mapped
 #define ACCEL__CLASS_COUNT 5  // 64, 128, 256, 512 and 1024 bytes
 #define ACCEL__CLASS_MIN 64u
 
@@ -77,18 +77,6 @@ _Static_assert(sizeof(struct accel_device) <= 1016, "device handle size");
 _Static_assert((ACCEL__GENERATIONS & (ACCEL__GENERATIONS - 1)) == 0 &&
                    ACCEL__GENERATIONS <= 256,
                "generations are a power of two that fits a byte");
-
-typedef struct accel__arena {
-  char* base;         // view 0; view g starts at base + g * ACCEL__SPAN
-  uint32_t views;     // ACCEL__GENERATIONS, or 1 without shared memory
-  uint32_t shift;     // log2 of the record size
-  uint32_t capacity;  // records per view
-  uint32_t used;      // slots handed out at least once (under the lock)
-  uint32_t index;     // in accel__arenas
-  uint64_t mapped;    // bit g: view g is mapped yet (under the lock)
-  bool private_views;  // fork() child whose views could not be shared
-  _Atomic uint8_t* generation;  // per slot: the view of its live record
-} accel__arena_t;
 
 typedef struct accel__handle_class {
   accel__arena_t* current;  // where new slots come from
@@ -124,15 +112,10 @@ static void accel__handle_unlock(void) {
 }
 static accel__handle_class_t accel__handle_classes[ACCEL__CLASS_COUNT];
 // Every arena ever made, never unmapped, read without the lock; and the
-// first arena of each 256 MiB region of the address space (modulo the
-// table's size), where lookups look first.
+// lookup table of handle.h.
 static _Atomic(accel__arena_t*) accel__arenas[ACCEL__ARENAS_MAX];
 static atomic_uint accel__arena_count;
-static _Atomic(accel__arena_t*) accel__arena_table[ACCEL__TABLE];
-
-static size_t accel__table_index(uintptr_t p) {
-  return (size_t)(p >> ACCEL__REGION_SHIFT) & (ACCEL__TABLE - 1);
-}
+_Atomic(accel__arena_t*) accel__arena_table[ACCEL__TABLE];
 
 // Maps `size` bytes aligned to `size` (a power of two), or MAP_FAILED.
 static void* accel__map_aligned(size_t size, int prot, int flags) {
@@ -231,9 +214,14 @@ static void accel__record_zero(void* record, uint32_t shift) {
   }
 }
 
-static bool accel__arena_has(const accel__arena_t* a, uintptr_t p) {
-  uintptr_t base = (uintptr_t)a->base;
-  return p >= base && p - base < (uintptr_t)a->views * ACCEL__SPAN;
+accel__arena_t* accel__arena_search(uintptr_t p) {
+  unsigned n = atomic_load_explicit(&accel__arena_count, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++) {
+    accel__arena_t* a = atomic_load_explicit(&accel__arenas[i],
+                                             memory_order_relaxed);
+    if (accel__arena_has(a, p)) return a;
+  }
+  return NULL;
 }
 
 static accel__arena_t* accel__arena_of(const void* handle) {
@@ -241,22 +229,7 @@ static accel__arena_t* accel__arena_of(const void* handle) {
   accel__arena_t* a = atomic_load_explicit(
       &accel__arena_table[accel__table_index(p)], memory_order_acquire);
   if (a != NULL && accel__arena_has(a, p)) return a;
-  unsigned n = atomic_load_explicit(&accel__arena_count, memory_order_acquire);
-  for (unsigned i = 0; i < n; i++) {
-    a = atomic_load_explicit(&accel__arenas[i], memory_order_relaxed);
-    if (accel__arena_has(a, p)) return a;
-  }
-  return NULL;
-}
-
-bool accel__handle_current(const void* handle) {
-  accel__arena_t* a = accel__arena_of(handle);
-  if (a == NULL || a->views == 1) return true;
-  size_t offset = (size_t)((const char*)handle - a->base);
-  size_t view = offset / ACCEL__SPAN;
-  size_t slot = (offset % ACCEL__SPAN) >> a->shift;
-  return atomic_load_explicit(&a->generation[slot], memory_order_relaxed) ==
-         view;
+  return accel__arena_search(p);
 }
 
 // The link word at the end of `slot`'s record (past every handle struct:

@@ -14,6 +14,7 @@
 
 #include "accel/accel.h"
 #include "accel/plugin.h"
+#include "handle.h"
 
 #if defined(__GNUC__)
 #define ACCEL__PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -226,7 +227,7 @@ char* accel__strdup(const char* s);
 // before reading anything else of it.
 void* accel__handle_new(size_t size);
 void accel__handle_free(void* record);
-bool accel__handle_current(const void* handle);
+// accel__handle_current() is inline in handle.h.
 // fork(): takes (true) or drops (false) the handle mutex in the prepare and
 // parent handlers; the child handler calls accel__handle_fork_child, which
 // also gives the child its own copy of the records (fork.c).
@@ -410,11 +411,26 @@ accel_status_t accel__op_result(const char* what,
                                 const accel_stream_t* stream,
                                 accel_status_t status);
 
-// Checks that [offset, offset + size) lies within `buffer`; `what` names
-// the call and the operand in the message.
-accel_status_t accel__check_range(const char* what, const char* operand,
-                                  const accel_buffer_t* buffer, size_t offset,
-                                  size_t size);
+// Checks that `buffer` passes accel__check_buffer, `size` is not 0 and
+// [offset, offset + size) lies within it; `what` names the call and the
+// operand in the message. Inline, as every synchronous copy makes it: the
+// passing case costs a few compares, and only a failure leaves for
+// accel__range_fail (buffer.c), which words the error.
+accel_status_t accel__range_fail(const char* what, const char* operand,
+                                 const accel_buffer_t* buffer, size_t offset,
+                                 size_t size);
+static inline accel_status_t accel__check_range(const char* what,
+                                                const char* operand,
+                                                const accel_buffer_t* buffer,
+                                                size_t offset, size_t size) {
+  if (__builtin_expect(buffer != NULL && !accel__buffer_released(buffer) &&
+                           size != 0 && size <= buffer->size &&
+                           offset <= buffer->size - size,
+                       1)) {
+    return ACCEL_OK;
+  }
+  return accel__range_fail(what, operand, buffer, offset, size);
+}
 
 // Copies between devices of different plugins through host memory.
 accel_status_t accel__copy_staged(accel_buffer_t* dst, size_t dst_offset,

@@ -181,6 +181,29 @@ TEST(stale_handle_survives_many_newer_handles) {
   ASSERT_OK(accel_buffer_read(keep, 0, got, sizeof(got)));
   for (size_t i = 0; i < sizeof(got); i++) ASSERT_EQ(got[i], 0x5a);
   ASSERT_EQ(active_blocks(d), 1);
+
+  // Live handles in every slot the loop went through, `stale`'s among
+  // them: its address then shows a live record (count 1), so only the
+  // slot's generation tells it apart. handle.c hands out the oldest
+  // released slot only while more than its quarantine of 4096 wait, so
+  // each step holds one handle and releases one more to move the queue on.
+  enum { LIVE = 8192 };
+  static accel_buffer_t* live[LIVE];
+  for (int i = 0; i < LIVE; i++) {
+    ASSERT_OK(accel_buffer_create(d, 512, &live[i]));
+    ASSERT(live[i] != stale);
+    accel_buffer_t* t = NULL;
+    ASSERT_OK(accel_buffer_create(d, 512, &t));
+    accel_buffer_release(t);
+  }
+  ASSERT_REFUSED(accel_buffer_release(stale));
+  ASSERT_REFUSED(accel_buffer_retain(stale));
+  ASSERT_EQ(accel_buffer_size(stale), 0);
+  ASSERT_STATUS(accel_buffer_write(stale, 0, got, sizeof(got)),
+                ACCEL_ERROR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(accel_last_error(), "already released");
+  ASSERT_EQ(active_blocks(d), 1 + LIVE);
+  for (int i = 0; i < LIVE; i++) accel_buffer_release(live[i]);
   accel_buffer_release(keep);
   accel_device_release(d);
 }
