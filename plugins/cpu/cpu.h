@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 // Version string of the plugin; the build passes the project version.
 #ifndef ACCEL_CPU_VERSION
@@ -472,12 +473,40 @@ bool accel_cpu_spin_while(const _Atomic uint64_t* word, uint64_t value,
 // the value when set and valid, otherwise the usable CPU count.
 uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin);
 
+// Byte ranges below this are copied or filled by the calling thread alone:
+// splitting them costs more in wake-ups than it saves.
+#define ACCEL_CPU_PARALLEL_BYTES ((size_t)4 << 20)
+
+// Copies or fills `size` bytes (at least ACCEL_CPU_PARALLEL_BYTES) across
+// the plugin's pool when it exists or can be created, else on the calling
+// thread (pool.c).
+void accel_cpu_copy_large(accel_cpu_plugin_t* plugin, void* dst,
+                          const void* src, size_t size);
+void accel_cpu_fill_large(accel_cpu_plugin_t* plugin, void* dst,
+                          uint8_t value, size_t size);
+
 // Copies (memmove when `overlap`) or fills `size` bytes, splitting large
-// ranges across the plugin's pool (when it exists or can be created).
-void accel_cpu_copy_run(accel_cpu_plugin_t* plugin, void* dst, const void* src,
-                        size_t size, bool overlap);
-void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
-                        size_t size);
+// ranges across the pool. Inline: a small synchronous copy is a memcpy of
+// tens of ns, so every call on its way counts.
+static inline void accel_cpu_copy_run(accel_cpu_plugin_t* plugin, void* dst,
+                                      const void* src, size_t size,
+                                      bool overlap) {
+  if (overlap) {
+    memmove(dst, src, size);  // same allocation: keep memmove's ordering
+  } else if (size < ACCEL_CPU_PARALLEL_BYTES) {
+    memcpy(dst, src, size);
+  } else {
+    accel_cpu_copy_large(plugin, dst, src, size);
+  }
+}
+static inline void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst,
+                                      uint8_t value, size_t size) {
+  if (size < ACCEL_CPU_PARALLEL_BYTES) {
+    memset(dst, value, size);
+  } else {
+    accel_cpu_fill_large(plugin, dst, value, size);
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Stream priorities (schedule.c)

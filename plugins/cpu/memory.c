@@ -154,16 +154,12 @@ static bool accel_cpu_bytes_inline(accel_cpu_device_t* device,
   return true;
 }
 
-// Queues (or, for a NULL stream, runs) a copy of `size` bytes.
-static accel_status_t accel_cpu_copy(accel_cpu_device_t* device, void* stream,
-                                     void* dst, const void* src, size_t size,
-                                     bool overlap) {
-  if (stream == NULL) {
-    // Run in the caller without a task: nothing to allocate, nothing to
-    // fail.
-    accel_cpu_copy_run(device->plugin, dst, src, size, overlap);
-    return ACCEL_OK;
-  }
+// Queues a copy of `size` bytes on `stream` (or runs it here when the
+// stream is idle and the copy small).
+static accel_status_t accel_cpu_copy_queue(accel_cpu_device_t* device,
+                                           void* stream, void* dst,
+                                           const void* src, size_t size,
+                                           bool overlap) {
   if (accel_cpu_bytes_inline(device, stream, dst, src, 0, size, overlap)) {
     return ACCEL_OK;
   }
@@ -179,6 +175,20 @@ static accel_status_t accel_cpu_copy(accel_cpu_device_t* device, void* stream,
   task->u.copy.overlap = overlap;
   accel_cpu_stream_submit(stream, task);
   return ACCEL_OK;
+}
+
+// Queues (or, for a NULL stream, runs) a copy of `size` bytes.
+static inline accel_status_t accel_cpu_copy(accel_cpu_device_t* device,
+                                            void* stream, void* dst,
+                                            const void* src, size_t size,
+                                            bool overlap) {
+  if (stream == NULL) {
+    // Run in the caller without a task: nothing to allocate, nothing to
+    // fail.
+    accel_cpu_copy_run(device->plugin, dst, src, size, overlap);
+    return ACCEL_OK;
+  }
+  return accel_cpu_copy_queue(device, stream, dst, src, size, overlap);
 }
 
 accel_status_t accel_cpu_copy_h2d(void* device, void* stream, void* dst,

@@ -62,10 +62,6 @@ struct accel_cpu_pool {
   pthread_t threads[];
 };
 
-// Byte ranges below this are copied or filled by the calling thread alone:
-// splitting them costs more in wake-ups than it saves.
-#define ACCEL_CPU_PARALLEL_BYTES ((size_t)4 << 20)
-
 // Claims and runs chunks of `job` until none is left.
 static void accel_cpu_job_work(accel_cpu_job_t* job, uint32_t worker) {
   for (;;) {
@@ -385,12 +381,12 @@ static void accel_cpu_bytes_chunk(void* ctx, uint64_t index, uint32_t worker) {
   }
 }
 
-// Splits a large copy or fill across the pool; small ones, and any when
-// the pool cannot be had (a bad ACCEL_CPU_THREADS is reported by the ops,
-// not by copies, which worked before the pool existed), run here.
+// Splits a copy or fill of at least ACCEL_CPU_PARALLEL_BYTES across the
+// pool; false when the pool cannot be had (a bad ACCEL_CPU_THREADS is
+// reported by the ops, not by copies, which worked before the pool
+// existed) or has one thread, and the caller runs it alone.
 static bool accel_cpu_bytes_parallel(accel_cpu_plugin_t* plugin,
                                      accel_cpu_bytes_job_t* job) {
-  if (job->size < ACCEL_CPU_PARALLEL_BYTES) return false;
   accel_cpu_pool_t* pool = atomic_load(&plugin->pool);
   if (pool == NULL && accel_cpu_pool_get(plugin, &pool) != ACCEL_OK) {
     return false;
@@ -407,18 +403,14 @@ static bool accel_cpu_bytes_parallel(accel_cpu_plugin_t* plugin,
   return true;
 }
 
-void accel_cpu_copy_run(accel_cpu_plugin_t* plugin, void* dst, const void* src,
-                        size_t size, bool overlap) {
-  if (overlap) {
-    memmove(dst, src, size);  // same allocation: keep memmove's ordering
-    return;
-  }
+void accel_cpu_copy_large(accel_cpu_plugin_t* plugin, void* dst,
+                          const void* src, size_t size) {
   accel_cpu_bytes_job_t job = {.dst = dst, .src = src, .size = size};
   if (!accel_cpu_bytes_parallel(plugin, &job)) memcpy(dst, src, size);
 }
 
-void accel_cpu_fill_run(accel_cpu_plugin_t* plugin, void* dst, uint8_t value,
-                        size_t size) {
+void accel_cpu_fill_large(accel_cpu_plugin_t* plugin, void* dst,
+                          uint8_t value, size_t size) {
   accel_cpu_bytes_job_t job = {.dst = dst, .size = size, .value = value};
   if (!accel_cpu_bytes_parallel(plugin, &job)) memset(dst, value, size);
 }
