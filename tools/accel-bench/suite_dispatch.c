@@ -5,6 +5,11 @@
 // loaded plugin (direct.c), on handles of the same kind in the same state,
 // and reports nanoseconds per call for both; the budget is on the
 // difference (docs/architecture.md, "Budgets": <= 20 ns).
+//
+// buffer_write and buffer_copy are the fixed cost of a small synchronous
+// copy: 64 bytes (one cache line, so the bytes themselves cost a few ns)
+// through accel_buffer_write / accel_buffer_copy against copy_h2d /
+// copy_d2d with no stream on memory from the plugin's own mem_alloc.
 #include <accel/plugin.h>
 #include <string.h>
 
@@ -17,8 +22,13 @@ static const char* const bench_dispatch_cases[] = {
     "stream_query",  // an idle stream: a lock and a counter compare
     "event_query",   // an event never recorded
     "mem_info",      // accel_device_query_memory vs ops->mem_info
+    "buffer_write",  // 64 B synchronous, vs ops->copy_h2d
+    "buffer_copy",   // 64 B synchronous between two buffers, vs copy_d2d
     NULL,
 };
+
+// Bytes each buffer_write and buffer_copy moves.
+#define BENCH_DISPATCH_COPY_BYTES 64
 
 typedef struct bench_dispatch {
   accel_device_t* device;
@@ -28,6 +38,11 @@ typedef struct bench_dispatch {
   void* direct_device;
   void* direct_stream;
   void* direct_event;
+  accel_buffer_t* src;  // BENCH_DISPATCH_COPY_BYTES each
+  accel_buffer_t* dst;
+  void* direct_src;  // from the direct plugin's mem_alloc
+  void* direct_dst;
+  unsigned char host[BENCH_DISPATCH_COPY_BYTES];
 } bench_dispatch_t;
 
 static bool bench_accel_stream_query(void* user, uint64_t iters) {
@@ -102,6 +117,54 @@ static bool bench_direct_mem_info(void* user, uint64_t iters) {
   return true;
 }
 
+static bool bench_accel_buffer_write(void* user, uint64_t iters) {
+  bench_dispatch_t* b = user;
+  for (uint64_t i = 0; i < iters; ++i) {
+    if (accel_buffer_write(b->dst, 0, b->host, BENCH_DISPATCH_COPY_BYTES) !=
+        ACCEL_OK) {
+      return bench_fail("accel_buffer_write: %s", accel_last_error());
+    }
+  }
+  return true;
+}
+
+static bool bench_direct_buffer_write(void* user, uint64_t iters) {
+  bench_dispatch_t* b = user;
+  accel_status_t (*copy)(void*, void*, void*, size_t, const void*, size_t) =
+      b->ops->copy_h2d;
+  for (uint64_t i = 0; i < iters; ++i) {
+    if (copy(b->direct_device, NULL, b->direct_dst, 0, b->host,
+             BENCH_DISPATCH_COPY_BYTES) != ACCEL_OK) {
+      return bench_fail("copy_h2d: %s", bench_direct_error());
+    }
+  }
+  return true;
+}
+
+static bool bench_accel_buffer_copy(void* user, uint64_t iters) {
+  bench_dispatch_t* b = user;
+  for (uint64_t i = 0; i < iters; ++i) {
+    if (accel_buffer_copy(b->dst, 0, b->src, 0, BENCH_DISPATCH_COPY_BYTES) !=
+        ACCEL_OK) {
+      return bench_fail("accel_buffer_copy: %s", accel_last_error());
+    }
+  }
+  return true;
+}
+
+static bool bench_direct_buffer_copy(void* user, uint64_t iters) {
+  bench_dispatch_t* b = user;
+  accel_status_t (*copy)(void*, void*, void*, size_t, const void*, size_t,
+                         size_t) = b->ops->copy_d2d;
+  for (uint64_t i = 0; i < iters; ++i) {
+    if (copy(b->direct_device, NULL, b->direct_dst, 0, b->direct_src, 0,
+             BENCH_DISPATCH_COPY_BYTES) != ACCEL_OK) {
+      return bench_fail("copy_d2d: %s", bench_direct_error());
+    }
+  }
+  return true;
+}
+
 // Creates the handles both sides need; false with bench_fail() on error.
 static bool bench_dispatch_open(bench_ctx_t* ctx, bench_dispatch_t* b) {
   b->device = ctx->device;
@@ -124,10 +187,37 @@ static bool bench_dispatch_open(bench_ctx_t* ctx, bench_dispatch_t* b) {
     b->direct_event = NULL;
     return bench_fail("direct event_create: %s", bench_direct_error());
   }
+  memset(b->host, 7, sizeof(b->host));
+  if (accel_buffer_create(ctx->device, BENCH_DISPATCH_COPY_BYTES, &b->src) !=
+          ACCEL_OK ||
+      accel_buffer_create(ctx->device, BENCH_DISPATCH_COPY_BYTES, &b->dst) !=
+          ACCEL_OK ||
+      accel_buffer_write(b->src, 0, b->host, sizeof(b->host)) != ACCEL_OK) {
+    return bench_fail("buffers of %d bytes: %s", BENCH_DISPATCH_COPY_BYTES,
+                      accel_last_error());
+  }
+  if (b->ops->mem_alloc(b->direct_device, BENCH_DISPATCH_COPY_BYTES,
+                        &b->direct_src) != ACCEL_OK) {
+    b->direct_src = NULL;
+    return bench_fail("direct mem_alloc: %s", bench_direct_error());
+  }
+  if (b->ops->mem_alloc(b->direct_device, BENCH_DISPATCH_COPY_BYTES,
+                        &b->direct_dst) != ACCEL_OK) {
+    b->direct_dst = NULL;
+    return bench_fail("direct mem_alloc: %s", bench_direct_error());
+  }
+  if (b->ops->copy_h2d(b->direct_device, NULL, b->direct_src, 0, b->host,
+                       sizeof(b->host)) != ACCEL_OK) {
+    return bench_fail("direct copy_h2d: %s", bench_direct_error());
+  }
   return true;
 }
 
 static void bench_dispatch_close(bench_dispatch_t* b) {
+  if (b->direct_dst != NULL) b->ops->mem_free(b->direct_device, b->direct_dst);
+  if (b->direct_src != NULL) b->ops->mem_free(b->direct_device, b->direct_src);
+  accel_buffer_release(b->dst);
+  accel_buffer_release(b->src);
   if (b->direct_event != NULL) b->ops->event_destroy(b->direct_event);
   if (b->direct_stream != NULL) b->ops->stream_destroy(b->direct_stream);
   accel_event_release(b->event);
@@ -136,10 +226,12 @@ static void bench_dispatch_close(bench_dispatch_t* b) {
 
 static void bench_dispatch_run(bench_ctx_t* ctx) {
   static const bench_run_fn_t accel_fns[] = {
-      bench_accel_stream_query, bench_accel_event_query, bench_accel_mem_info};
-  static const bench_run_fn_t direct_fns[] = {bench_direct_stream_query,
-                                              bench_direct_event_query,
-                                              bench_direct_mem_info};
+      bench_accel_stream_query, bench_accel_event_query, bench_accel_mem_info,
+      bench_accel_buffer_write, bench_accel_buffer_copy};
+  static const bench_run_fn_t direct_fns[] = {
+      bench_direct_stream_query, bench_direct_event_query,
+      bench_direct_mem_info, bench_direct_buffer_write,
+      bench_direct_buffer_copy};
   bool any = false;
   for (size_t i = 0; bench_dispatch_cases[i] != NULL; ++i) {
     any = any || bench_wanted(ctx, "dispatch", bench_dispatch_cases[i]);
