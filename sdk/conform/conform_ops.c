@@ -11,8 +11,12 @@
 //
 // The error is normalised: max |got - want| / max(1, max |want|), or for
 // sum over the sum of |x| (the order of summation is unspecified), with a
-// tolerance per dtype. I32 must match exactly. Elements outside the output
-// range (a guarded prefix, GEMM's padding columns) must be untouched.
+// tolerance per dtype. I32 must match exactly, and so must fills and
+// casts of every dtype: each rounds once, to nearest even, by contract
+// (plugin.h), so any other value is a bug, however small (a flushed f16
+// subnormal is 6e-5 off, far inside a tolerance normalised by 3e9).
+// Elements outside the output range (a guarded prefix, GEMM's padding
+// columns) must be untouched.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +68,7 @@ static const struct {
 #define CONFORM_OP_POISON 0xa5
 
 static double conform_tolerance(accel_dtype_t dtype, conform_op_t op) {
+  if (op == CONFORM_OP_FILL || op == CONFORM_OP_CAST) return 0.0;  // exact
   bool reduce = op == CONFORM_OP_SUM || op == CONFORM_OP_GEMM;
   switch (dtype) {
     case ACCEL_DTYPE_F32:
@@ -93,11 +98,15 @@ static void conform_random_input(uint64_t* rng, accel_dtype_t dtype,
   }
 }
 
-// Specials for casts: saturation, rounding, overflow to inf, NaN.
+// Specials for casts: saturation, rounding, overflow to inf, NaN,
+// infinities, and the smallest and largest f16 subnormals (2^-24 and
+// 1023 * 2^-24: normal in f32 and bf16, so no device may flush them).
 static void conform_cast_specials(accel_dtype_t dtype, unsigned char* p,
                                   size_t n) {
-  static const double specials[] = {NAN, 3e9,     -3e9,  2.5,   -2.5,
-                                    1e5, 65519.0, -1e-8, 1e-30, 0.5};
+  static const double specials[] = {
+      NAN,      3e9,       -3e9,  2.5,   -2.5,      1e5,
+      65519.0,  -1e-8,     1e-30, 0.5,   INFINITY,  -INFINITY,
+      0x1p-24,  -0x1p-24,  0x3ffp-24};
   if (dtype == ACCEL_DTYPE_I32) return;
   for (size_t i = 0; i < n && i < sizeof(specials) / sizeof(specials[0]); i++) {
     conform_store(p, dtype, i, specials[i]);
