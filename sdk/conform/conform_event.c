@@ -196,6 +196,15 @@ static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                           "need 0 <= e0->e1 <= e0->e2 and e0->e0 == 0",
                           t01, t02, t00);
   }
+  // A clock of a millisecond or coarser (elapsed time in whole ms) cannot
+  // time a kernel; CUDA's resolves about 0.5 us. With a fine clock both
+  // intervals come out whole by chance about once in 10^12.
+  if (t01 == floorf(t01) && t02 == floorf(t02)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "e0->e1 %.4f ms and e0->e2 %.4f ms are whole "
+                          "milliseconds: elapsed time needs a finer clock",
+                          t01, t02);
+  }
   // Backwards is the same interval, negative (cudaEventElapsedTime): not
   // its absolute value, not the order the events were passed in swapped.
   float t10 = 0;
