@@ -328,7 +328,9 @@ static conform_result_t conform_memset_check(conform_ctx_t* ctx,
   for (size_t s = 0; s < CONFORM_NSIZES; s++) {
     for (size_t o = 0; o < CONFORM_NOFFSETS; o++) {
       size_t size = conform_sizes[s], off = conform_offsets[o];
-      uint8_t value = (uint8_t)(0x11 * (s + 1) + o);
+      // Values from 0x80 up too: a pattern built from a sign-extended or
+      // masked byte goes wrong only there.
+      uint8_t value = (uint8_t)(0x11 * (s + 1) + (o == 0 ? 0 : 0x80 + o));
       conform_shadow_t sh;
       if (conform_shadow_init(ctx, ctx->device, size + CONFORM_SLACK, &rng,
                               &sh) != CONFORM_PASS) {
