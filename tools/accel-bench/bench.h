@@ -105,9 +105,20 @@ bool bench_measure_n(const bench_plan_t* plan, size_t count,
 // time for one variant's trials; the results are medians, minimums and
 // maximums over single operations (`iters` 1, `trials` the pairs). A
 // `b.run` of NULL measures `a` alone. Returns false if a run failed.
+//
+// `out_diff` (may be NULL) gets the paired differences a - b: their
+// median and a 95% confidence interval for it that assumes nothing about
+// their distribution (order statistics of the sorted differences, as the
+// sign test gives them), so a caller can tell a difference its budget
+// cannot resolve from one that meets or misses it.
+typedef struct bench_paired {
+  double median;  // ns
+  double lo, hi;  // the 95% interval, ns
+  uint32_t pairs;  // 0: not measured in pairs
+} bench_paired_t;
 bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
                          bench_variant_t b, bench_timing_t* out_a,
-                         bench_timing_t* out_b);
+                         bench_timing_t* out_b, bench_paired_t* out_diff);
 
 // bench_measure_pairs() when one operation of either side takes at least
 // BENCH_PAIRS_MIN_NS (then one clock read per operation costs under 0.3%
@@ -117,7 +128,8 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
 #define BENCH_PAIRS_MIN_NS 10000.0
 bool bench_measure_single(const bench_plan_t* plan, bench_variant_t a,
                           bench_variant_t b, bench_timing_t* out_a,
-                          bench_timing_t* out_b);
+                          bench_timing_t* out_b,
+                          bench_paired_t* out_diff);
 
 // Fills `out` (median, min, max) from `count` samples, which it sorts.
 void bench_timing_from_samples(double* samples, uint32_t count,

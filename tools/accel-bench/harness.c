@@ -159,11 +159,26 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
 // Most pairs bench_measure_pairs() takes.
 #define BENCH_MAX_PAIRS 20000u
 
+// The median of the `n` differences in `d` (sorted here) and its 95%
+// interval: with k = floor((n - 1.96 sqrt(n)) / 2), the k-th smallest and
+// k-th largest differences (the sign test's interval, normal
+// approximation; for n < 6, the smallest and largest).
+static void bench_paired_from(double* d, uint32_t n, bench_paired_t* out) {
+  qsort(d, n, sizeof(*d), bench_compare_double);
+  out->pairs = n;
+  out->median = n % 2 == 1 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2.0;
+  double k = floor(((double)n - 1.96 * sqrt((double)n)) / 2.0);
+  uint32_t i = k > 0 ? (uint32_t)k : 0;
+  out->lo = d[i];
+  out->hi = d[n - 1 - i];
+}
+
 bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
                          bench_variant_t b, bench_timing_t* out_a,
-                         bench_timing_t* out_b) {
+                         bench_timing_t* out_b, bench_paired_t* out_diff) {
   memset(out_a, 0, sizeof(*out_a));
   if (out_b != NULL) memset(out_b, 0, sizeof(*out_b));
+  if (out_diff != NULL) memset(out_diff, 0, sizeof(*out_diff));
   if (out_b == NULL) b.run = NULL;
   bench_variant_t v[2] = {a, b};
   // Warm-up, and the cost of one operation to size the run.
@@ -188,7 +203,7 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
   uint32_t pairs = (uint32_t)fmin(fit, BENCH_MAX_PAIRS);
   if (pairs < plan->min_trials) pairs = plan->min_trials;
   if (pairs < 1) pairs = 1;
-  double* samples = malloc(2 * (size_t)pairs * sizeof(*samples));
+  double* samples = malloc(3 * (size_t)pairs * sizeof(*samples));
   if (samples == NULL) return bench_fail("out of memory for %u pairs", pairs);
   bool ok = true;
   for (uint32_t t = 0; t < pairs && ok; t++) {
@@ -199,6 +214,13 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
       if (ns < 0) ok = false;
       samples[i * pairs + t] = ns;
     }
+  }
+  if (ok && b.run != NULL && out_diff != NULL) {
+    double* diff = samples + 2 * (size_t)pairs;
+    for (uint32_t t = 0; t < pairs; t++) {
+      diff[t] = samples[t] - samples[pairs + t];
+    }
+    bench_paired_from(diff, pairs, out_diff);
   }
   if (ok) {
     bench_timing_from_samples(samples, pairs, out_a);
@@ -214,7 +236,8 @@ bool bench_measure_pairs(const bench_plan_t* plan, bench_variant_t a,
 
 bool bench_measure_single(const bench_plan_t* plan, bench_variant_t a,
                           bench_variant_t b, bench_timing_t* out_a,
-                          bench_timing_t* out_b) {
+                          bench_timing_t* out_b, bench_paired_t* out_diff) {
+  if (out_diff != NULL) memset(out_diff, 0, sizeof(*out_diff));
   bench_variant_t v[2] = {a, out_b != NULL ? b : (bench_variant_t){0}};
   double slowest = 0;
   for (int i = 0; i < 2; i++) {
@@ -226,6 +249,6 @@ bool bench_measure_single(const bench_plan_t* plan, bench_variant_t a,
     }
   }
   return slowest >= BENCH_PAIRS_MIN_NS
-             ? bench_measure_pairs(plan, a, b, out_a, out_b)
+             ? bench_measure_pairs(plan, a, b, out_a, out_b, out_diff)
              : bench_measure(plan, a, b, out_a, out_b);
 }

@@ -275,7 +275,7 @@ static void bench_copy_size(bench_ctx_t* ctx, size_t size,
         c->async
             ? bench_measure(&ctx->plan, a, base, &r->accel, &r->baseline)
             : bench_measure_single(&ctx->plan, a, base, &r->accel,
-                                   &r->baseline);
+                                   &r->baseline, NULL);
     if (!measured) {
       bench_result_fail(ctx, r, NULL);
       continue;
