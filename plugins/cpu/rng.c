@@ -7,14 +7,15 @@
 // -ffp-contract=off (CMakeLists.txt) so no compiler fuses the header's
 // float operations.
 //
-// Bits and uniform fills run ACCEL_CPU_RNG_LANES blocks side by side
-// (accel_cpu_rng_batch): the header's rounds and its uniform and f16/bf16
-// conversions, on arrays the compiler vectorises, built for AVX-512, AVX2
-// and the baseline and picked by the CPU at first use. Vector integer and
-// float operations round exactly as scalar ones, so the bytes do not
-// change. Normal fills (logarithm, square root and trigonometry per pair)
-// and the last partial batch of a chunk take the header's code per
-// element.
+// Fills run ACCEL_CPU_RNG_LANES blocks side by side (accel_cpu_rng_batch):
+// the header's rounds, its uniform and normal transforms (logarithm,
+// square root and trigonometry by polynomials and selects, no branches
+// the compiler cannot turn into selects) and its f16/bf16 conversions, on
+// arrays the compiler vectorises, built for AVX-512, AVX2 and the
+// baseline and picked by the CPU at first use. Vector integer and float
+// operations round exactly as scalar ones (and nothing is contracted into
+// a fused multiply-add), so the bytes do not change. The last partial
+// batch of a chunk takes the header's code per element.
 #include <stdatomic.h>
 #include <string.h>
 
@@ -66,8 +67,11 @@ static void accel_cpu_rng_span(const accel_cpu_rng_t* rng, uint64_t first,
 }
 
 // Writes the ACCEL_CPU_RNG_LANES * 4 elements that start at element `first`
-// (a multiple of 4) of a bits or uniform fill: accel_philox_at and
-// accel_philox_element of the header, one block per lane.
+// (a multiple of 4) of a fill: accel_philox_at and accel_philox_element of
+// the header, one block per lane. A normal fill takes each pair of words
+// once (the header's element code evaluates the logarithm and square root
+// of a pair for both of its elements, with the same result), cos for the
+// even element and sin for the odd one, in the header's own functions.
 #define ACCEL_CPU_RNG_BATCH(suffix, attr)                                    \
   attr static void accel_cpu_rng_batch_##suffix(const accel_cpu_rng_t* rng,  \
                                                 uint64_t first) {            \
@@ -104,13 +108,25 @@ static void accel_cpu_rng_span(const accel_cpu_rng_t* rng, uint64_t first,
       out[4 * l + 2] = c2[l];                                                \
       out[4 * l + 3] = c3[l];                                                \
     }                                                                        \
-    if (rng->distribution != ACCEL_PHILOX_UNIFORM) {                         \
+    if (rng->distribution == ACCEL_PHILOX_BITS) {                            \
       memcpy(rng->dst + first * 4, out, sizeof(out));                        \
       return;                                                                \
     }                                                                        \
     float v[4 * L];                                                          \
-    for (uint32_t i = 0; i < 4 * L; i++) {                                   \
-      v[i] = accel_philox_uniform(out[i], rng->a, rng->b);                   \
+    if (rng->distribution == ACCEL_PHILOX_UNIFORM) {                         \
+      for (uint32_t i = 0; i < 4 * L; i++) {                                 \
+        v[i] = accel_philox_uniform(out[i], rng->a, rng->b);                 \
+      }                                                                      \
+    } else {                                                                 \
+      for (uint32_t i = 0; i < 2 * L; i++) {                                 \
+        float ln = accel_philox_log((out[2 * i] >> 8) + 1u);                 \
+        float r = accel_philox_sqrt(ACCEL_PHILOX_MUL(-2.0f, ln));            \
+        uint32_t angle = out[2 * i + 1] >> 8;                                \
+        float n0 = ACCEL_PHILOX_MUL(r, accel_philox_trig(angle, 0u));        \
+        float n1 = ACCEL_PHILOX_MUL(r, accel_philox_trig(angle, 1u));        \
+        v[2 * i] = ACCEL_PHILOX_ADD(rng->a, ACCEL_PHILOX_MUL(rng->b, n0));   \
+        v[2 * i + 1] = ACCEL_PHILOX_ADD(rng->a, ACCEL_PHILOX_MUL(rng->b, n1)); \
+      }                                                                      \
     }                                                                        \
     if (rng->dtype == ACCEL_PHILOX_F32) {                                    \
       memcpy(rng->dst + first * 4, v, sizeof(v));                            \
@@ -163,11 +179,9 @@ static void accel_cpu_rng_chunk(void* ctx, uint64_t index, uint32_t worker) {
   uint64_t n = rng->count - first;
   if (n > ACCEL_CPU_RNG_CHUNK) n = ACCEL_CPU_RNG_CHUNK;
   uint64_t batched = 0;
-  if (rng->distribution != ACCEL_PHILOX_NORMAL) {
-    const uint64_t step = 4u * ACCEL_CPU_RNG_LANES;
-    accel_cpu_rng_batch_fn_t batch = accel_cpu_rng_batch_get();
-    for (; batched + step <= n; batched += step) batch(rng, first + batched);
-  }
+  const uint64_t step = 4u * ACCEL_CPU_RNG_LANES;
+  accel_cpu_rng_batch_fn_t batch = accel_cpu_rng_batch_get();
+  for (; batched + step <= n; batched += step) batch(rng, first + batched);
   if (batched < n) accel_cpu_rng_span(rng, first + batched, n - batched);
 }
 
