@@ -233,17 +233,17 @@ static void accel_cpu_gemm_field(int dt, int cls, char* out, size_t size) {
            accel_cpu_gemm_class_name(cls));
 }
 
-// The engine cached in `path` for dtype index `dt` and class `cls` under
-// `key` (a prefix when `prefix_only`), or -1. A line of the format before
+// The engine cached in `text` (the cache file's contents) for dtype index
+// `dt` and class `cls` under `key` (a prefix when `prefix_only`), or -1. A line of the format before
 // classes names the dtype alone ("f32"); it was timed at 512^3, the medium
 // class's product, and counts for that class only, so that the other
 // classes are timed rather than inherit a decision measured elsewhere.
-static int accel_cpu_gemm_cached(const char* path, const char* key,
+static int accel_cpu_gemm_cached(const char* text, const char* key,
                                  bool prefix_only, int dt, int cls) {
   char field[32];
   accel_cpu_gemm_field(dt, cls, field, sizeof(field));
   return accel_cpu_gemm_cache_find(
-      path, key, prefix_only, field,
+      text, key, prefix_only, field,
       cls == ACCEL_CPU_GEMM_MEDIUM ? accel_cpu_gemm_dtype_names[dt] : NULL);
 }
 
@@ -346,7 +346,9 @@ static int accel_cpu_engine_decide(accel_cpu_plugin_t* plugin,
   const char* retune = host->getenv(host, "ACCEL_CPU_GEMM_RETUNE");
   bool redo = retune != NULL && strcmp(retune, "1") == 0;
   if (id < 0 && !redo && path[0] != '\0') {
-    id = accel_cpu_gemm_cached(path, e->key, false, dt, cls);
+    char* text = accel_cpu_gemm_cache_read(path);
+    id = accel_cpu_gemm_cached(text, e->key, false, dt, cls);
+    free(text);
     if (!accel_cpu_engine_loaded(e, id)) id = -1;
   }
   if (id < 0) {
@@ -452,6 +454,7 @@ void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
   accel_cpu_gemm_key_prefix(plugin, cpu_name, prefix, sizeof(prefix));
   char value[ACCEL_CPU_GEMM_DTYPES][64];
   size_t total = 0;
+  char* text = valid ? accel_cpu_gemm_cache_read(path) : NULL;
   for (int dt = 0; dt < (int)ACCEL_CPU_GEMM_DTYPES; dt++) {
     int ids[ACCEL_CPU_GEMM_CLASSES];
     for (int c = 0; c < (int)ACCEL_CPU_GEMM_CLASSES; c++) {
@@ -459,12 +462,13 @@ void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
       ids[c] = valid ? forced[dt][c] : -1;
       if (ids[c] < 0 && stored != 0) ids[c] = (int)stored - 1;
       if (ids[c] < 0 && valid && path[0] != '\0') {
-        ids[c] = accel_cpu_gemm_cached(path, prefix, true, dt, c);
+        ids[c] = accel_cpu_gemm_cached(text, prefix, true, dt, c);
       }
     }
     accel_cpu_gemm_feature_value(ids, value[dt], sizeof(value[dt]));
     total += strlen(" gemm-bf16=") + strlen(value[dt]);
   }
+  free(text);
   // The device's string has room for about 95 characters (device.c):
   // per-class values that do not fit say "auto", the last dtype first,
   // rather than be cut.

@@ -207,11 +207,18 @@ uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host);
 void accel_cpu_gemm_cache_path(const accel_host_t* host, char* path,
                                size_t size);
 
-// The engine id of the last line of `path` whose second field is `field`
-// (or `legacy`, when not NULL) and whose key equals `key`; -1 when none.
-// With `prefix_only`, the keys that start with `key` are compared: their
-// decisions (the last line of each) when they all agree, else -1.
-int accel_cpu_gemm_cache_find(const char* path, const char* key,
+// The contents of the cache file at `path` (NUL-terminated, malloc'd: the
+// caller frees it), or NULL when `path` is empty, the file cannot be read
+// or is larger than 1 MiB. Read once for all the lookups of one decision
+// or one device's features.
+char* accel_cpu_gemm_cache_read(const char* path);
+
+// The engine id of the last line of `text` (from accel_cpu_gemm_cache_read,
+// may be NULL) whose second field is `field` (or `legacy`, when not NULL)
+// and whose key equals `key`; -1 when none. With `prefix_only`, the keys
+// that start with `key` are compared: their decisions (the last line of
+// each) when they all agree, else -1.
+int accel_cpu_gemm_cache_find(const char* text, const char* key,
                               bool prefix_only, const char* field,
                               const char* legacy);
 

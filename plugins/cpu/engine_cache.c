@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,11 +41,33 @@ static int accel_cpu_gemm_cache_engine(const char* engine) {
   return accel_cpu_engine_id(engine, strcspn(engine, "\r\n"));
 }
 
-int accel_cpu_gemm_cache_find(const char* path, const char* key,
+// Largest cache file read; a longer one (a decade of retunes) costs a
+// retune, as an unreadable one does.
+#define ACCEL_CPU_GEMM_CACHE_MAX ((long)1 << 20)
+
+char* accel_cpu_gemm_cache_read(const char* path) {
+  if (path[0] == '\0') return NULL;
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return NULL;
+  char* text = NULL;
+  long size = -1;
+  if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+  if (size >= 0 && size <= ACCEL_CPU_GEMM_CACHE_MAX &&
+      fseek(f, 0, SEEK_SET) == 0) {
+    text = malloc((size_t)size + 1);
+  }
+  if (text != NULL) {
+    size_t got = fread(text, 1, (size_t)size, f);
+    text[got] = '\0';
+  }
+  fclose(f);
+  return text;
+}
+
+int accel_cpu_gemm_cache_find(const char* text, const char* key,
                               bool prefix_only, const char* field,
                               const char* legacy) {
-  FILE* f = fopen(path, "r");
-  if (f == NULL) return -1;
+  if (text == NULL) return -1;
   // The last decision of each full key that matches. A prefix can match
   // several keys (the same CPU with OpenBLAS threaded in one process and
   // limited to one thread in another): it answers only when they agree.
@@ -54,12 +77,16 @@ int accel_cpu_gemm_cache_find(const char* path, const char* key,
   } keys[ACCEL_CPU_GEMM_CACHE_KEYS];
   size_t nkeys = 0;
   bool ambiguous = false;
-  char line[1024];
   size_t key_len = strlen(key);
-  while (fgets(line, sizeof(line), f) != NULL) {
-    char* tab1 = strchr(line, '\t');
+  const char* next = text;
+  while (*next != '\0') {
+    const char* line = next;
+    size_t line_len = strcspn(line, "\n");
+    next = line[line_len] == '\n' ? line + line_len + 1 : line + line_len;
+    const char* tab1 = memchr(line, '\t', line_len);
     if (tab1 == NULL) continue;
-    char* tab2 = strchr(tab1 + 1, '\t');
+    const char* tab2 =
+        memchr(tab1 + 1, '\t', line_len - (size_t)(tab1 + 1 - line));
     if (tab2 == NULL) continue;
     size_t len = (size_t)(tab1 - line);
     bool match = prefix_only ? len >= key_len && !strncmp(line, key, key_len)
@@ -86,7 +113,6 @@ int accel_cpu_gemm_cache_find(const char* path, const char* key,
     }
     keys[k].id = id;
   }
-  fclose(f);
   if (nkeys == 0 || ambiguous) return -1;
   for (size_t k = 1; k < nkeys; k++) {
     if (keys[k].id != keys[0].id) return -1;
