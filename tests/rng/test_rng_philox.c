@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "accel/philox.h"
+#include "accel/plugin_dtype.h"
 #include "test.h"
 
 static void expect_block(accel_philox_block_t b, uint32_t w0, uint32_t w1,
@@ -77,6 +78,47 @@ TEST(f16_and_bf16_round_to_nearest_even) {
             0x3f82u);  // tie to even, upwards
   ASSERT_EQ(accel_philox_f32_to_bf16(accel_philox_as_f32(0x3f808001u)),
             0x3f81u);
+}
+
+// The header's f16 and bf16 conversions (written without branches, so
+// that they vectorise) against the SDK's branching ones of
+// <accel/plugin_dtype.h>: both signs, every exponent, mantissas spread
+// over the range and, for every right shift a subnormal f16 takes (13 to
+// 24 bits dropped), the patterns on, just below and just above the
+// rounding midpoint with an odd and an even kept part. NaN included.
+TEST(f16_and_bf16_agree_with_the_sdk_conversions) {
+  for (uint32_t sign = 0; sign < 2; sign++) {
+    for (uint32_t e = 0; e < 256; e++) {
+      uint32_t mants[2048 + 13 * 12];
+      size_t n = 0;
+      for (uint32_t k = 0; k < 2048; k++) mants[n++] = (k * 4099u) & 0x7fffffu;
+      for (uint32_t drop = 13; drop <= 24; drop++) {
+        uint32_t mid = 1u << (drop - 1);
+        for (uint32_t odd = 0; odd < 2; odd++) {
+          uint32_t kept = odd << drop;
+          uint32_t near[3] = {mid - 1, mid, mid + 1};
+          for (int j = 0; j < 3; j++) {
+            mants[n++] = (kept | near[j]) & 0x7fffffu;
+            mants[n++] = (kept | near[j] | 0x400000u) & 0x7fffffu;
+          }
+        }
+      }
+      for (size_t i = 0; i < n; i++) {
+        uint32_t bits = sign << 31 | e << 23 | mants[i];
+        float v = accel_philox_as_f32(bits);
+        if (accel_philox_f32_to_f16(v) != accel_plugin_f32_to_f16(v) ||
+            accel_philox_f32_to_bf16(v) != accel_plugin_f32_to_bf16(v)) {
+          fprintf(stderr, "f32 0x%08x: f16 0x%04x / 0x%04x, bf16 0x%04x / "
+                  "0x%04x (header / SDK)\n", bits,
+                  (unsigned)accel_philox_f32_to_f16(v),
+                  (unsigned)accel_plugin_f32_to_f16(v),
+                  (unsigned)accel_philox_f32_to_bf16(v),
+                  (unsigned)accel_plugin_f32_to_bf16(v));
+          ASSERT(0);
+        }
+      }
+    }
+  }
 }
 
 TEST(transcendentals_are_accurate) {
