@@ -224,14 +224,6 @@ accel__arena_t* accel__arena_search(uintptr_t p) {
   return NULL;
 }
 
-static accel__arena_t* accel__arena_of(const void* handle) {
-  uintptr_t p = (uintptr_t)handle;
-  accel__arena_t* a = atomic_load_explicit(
-      &accel__arena_table[accel__table_index(p)], memory_order_acquire);
-  if (a != NULL && accel__arena_has(a, p)) return a;
-  return accel__arena_search(p);
-}
-
 // The link word at the end of `slot`'s record (past every handle struct:
 // accel__handle_new adds 8 bytes to the size it is asked for).
 static _Atomic uint64_t* accel__link(const accel__arena_t* a, uint32_t slot) {

@@ -47,16 +47,23 @@ static inline bool accel__arena_has(const accel__arena_t* a, uintptr_t p) {
 // when `p` is in none.
 accel__arena_t* accel__arena_search(uintptr_t p);
 
-// Whether `handle` names the live record of its slot (see internal.h).
-static inline bool accel__handle_current(const void* handle) {
+// The arena holding `handle`: the table's entry for its region, else a
+// search of them all; NULL when it is in none.
+static inline accel__arena_t* accel__arena_of(const void* handle) {
   uintptr_t p = (uintptr_t)handle;
   accel__arena_t* a = atomic_load_explicit(
       &accel__arena_table[accel__table_index(p)], memory_order_acquire);
   if (__builtin_expect(a == NULL || !accel__arena_has(a, p), 0)) {
     a = accel__arena_search(p);
   }
+  return a;
+}
+
+// Whether `handle` names the live record of its slot (see internal.h).
+static inline bool accel__handle_current(const void* handle) {
+  accel__arena_t* a = accel__arena_of(handle);
   if (a == NULL || a->views == 1) return true;
-  size_t offset = (size_t)(p - (uintptr_t)a->base);
+  size_t offset = (size_t)((const char*)handle - a->base);
   size_t view = offset / ACCEL__SPAN;
   size_t slot = (offset % ACCEL__SPAN) >> a->shift;
   return atomic_load_explicit(&a->generation[slot], memory_order_relaxed) ==
