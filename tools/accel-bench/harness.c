@@ -44,6 +44,12 @@ static int bench_compare_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+// The median of `count` (> 0) sorted values.
+static double bench_median_sorted(const double* v, uint32_t count) {
+  return count % 2 == 1 ? v[count / 2]
+                        : (v[count / 2 - 1] + v[count / 2]) / 2.0;
+}
+
 void bench_timing_from_samples(double* samples, uint32_t count,
                                bench_timing_t* out) {
   memset(out, 0, sizeof(*out));
@@ -54,9 +60,7 @@ void bench_timing_from_samples(double* samples, uint32_t count,
   qsort(samples, count, sizeof(*samples), bench_compare_double);
   out->min = samples[0];
   out->max = samples[count - 1];
-  out->median = count % 2 == 1
-                    ? samples[count / 2]
-                    : (samples[count / 2 - 1] + samples[count / 2]) / 2.0;
+  out->median = bench_median_sorted(samples, count);
   out->trials = count;
 }
 
@@ -166,7 +170,7 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
 static void bench_paired_from(double* d, uint32_t n, bench_paired_t* out) {
   qsort(d, n, sizeof(*d), bench_compare_double);
   out->pairs = n;
-  out->median = n % 2 == 1 ? d[n / 2] : (d[n / 2 - 1] + d[n / 2]) / 2.0;
+  out->median = bench_median_sorted(d, n);
   double k = floor(((double)n - 1.96 * sqrt((double)n)) / 2.0);
   uint32_t i = k > 0 ? (uint32_t)k : 0;
   out->lo = d[i];

@@ -257,18 +257,13 @@ static void bench_launch_judge_pairs(bench_result_t* r,
                                      const bench_paired_t* diff) {
   if (!r->has_baseline || diff->pairs == 0) return;
   double lo = diff->lo / 1e3, hi = diff->hi / 1e3, mid = diff->median / 1e3;
-  if (lo <= BENCH_LAUNCH_BUDGET_US && hi > BENCH_LAUNCH_BUDGET_US) {
-    r->informational = true;
-    snprintf(r->note, sizeof(r->note),
-             "%u pairs: accel - raw median %+.2f us, 95%% interval "
-             "[%+.2f, %+.2f] straddles the budget: not resolved",
-             diff->pairs, mid, lo, hi);
-  } else {
-    snprintf(r->note, sizeof(r->note),
-             "%u pairs: accel - raw median %+.2f us, 95%% interval "
-             "[%+.2f, %+.2f]",
-             diff->pairs, mid, lo, hi);
-  }
+  r->informational =
+      lo <= BENCH_LAUNCH_BUDGET_US && hi > BENCH_LAUNCH_BUDGET_US;
+  snprintf(r->note, sizeof(r->note),
+           "%u pairs: accel - raw median %+.2f us, 95%% interval "
+           "[%+.2f, %+.2f]%s",
+           diff->pairs, mid, lo, hi,
+           r->informational ? " straddles the budget: not resolved" : "");
 }
 
 static void bench_launch_run(bench_ctx_t* ctx) {
