@@ -234,10 +234,11 @@ static void accel_cpu_gemm_field(int dt, int cls, char* out, size_t size) {
 }
 
 // The engine cached in `text` (the cache file's contents) for dtype index
-// `dt` and class `cls` under `key` (a prefix when `prefix_only`), or -1. A line of the format before
-// classes names the dtype alone ("f32"); it was timed at 512^3, the medium
-// class's product, and counts for that class only, so that the other
-// classes are timed rather than inherit a decision measured elsewhere.
+// `dt` and class `cls` under `key` (a prefix when `prefix_only`), or -1.
+// A line of the format before classes names the dtype alone ("f32"); it
+// was timed at 512^3, the medium class's product, and counts for that
+// class only, so that the other classes are timed rather than inherit a
+// decision measured elsewhere.
 static int accel_cpu_gemm_cached(const char* text, const char* key,
                                  bool prefix_only, int dt, int cls) {
   char field[32];

@@ -89,7 +89,9 @@ TEST(f16_and_bf16_round_to_nearest_even) {
 TEST(f16_and_bf16_agree_with_the_sdk_conversions) {
   for (uint32_t sign = 0; sign < 2; sign++) {
     for (uint32_t e = 0; e < 256; e++) {
-      uint32_t mants[2048 + 13 * 12];
+      // 2048 spread; per shift, odd/even kept part x 3 near the midpoint
+      // x with and without the top mantissa bit.
+      uint32_t mants[2048 + 12 * 2 * 3 * 2];
       size_t n = 0;
       for (uint32_t k = 0; k < 2048; k++) mants[n++] = (k * 4099u) & 0x7fffffu;
       for (uint32_t drop = 13; drop <= 24; drop++) {
