@@ -9,7 +9,8 @@
 // rounds twice. f32 casts must round to nearest even from f32 values on
 // and next to the midpoints (not truncate). Results are compared bit for
 // bit with the SDK's conversions (<accel/plugin_dtype.h>). And a sum of
-// f16 (bf16) values must not accumulate in f16 (bf16).
+// f16 (bf16) values must not accumulate in f16 (bf16), nor a long f32
+// sum in one running f32 total.
 #include <accel/plugin_dtype.h>
 #include <math.h>
 #include <stdio.h>
@@ -213,62 +214,80 @@ static conform_result_t conform_round_cast_f32(conform_ctx_t* ctx,
                         "%zu values on and one f32 ulp off midpoints", n);
 }
 
-enum { CONFORM_SUM_COUNT = 65537 };
+enum {
+  CONFORM_SUM_COUNT = 65537,
+  CONFORM_SUM_COUNT_F32 = (1 << 21) + 7,
+};
 
-// A sum of 65537 values in [0, 1), about 32768: accumulated in f16 (bf16)
-// itself, the partial sum stops growing near 2048 (256), where a value
-// below 1 is less than half its last place. plugin.h asks for at least f32
-// accumulation; the tolerance is the ops' one for sum (docs/ops.md).
+// f16 and bf16 (arg NULL or &conform_bf16): a sum of 65537 values in
+// [0, 1), about 32768. Accumulated in f16 (bf16) itself, the partial sum
+// stops growing near 2048 (256), where a value below 1 is less than half
+// its last place; the tolerance is the ops' one for sum (docs/ops.md).
+//
+// f32 (arg &conform_f32): 2^21 + 7 copies of 0.015f, about 31457. One
+// running f32 sum rounds every add the same way once the total passes
+// 2^14 and ends 1.4% off; per-thread or per-block partials (blocks of 16
+// or more), pairwise or wider accumulators stay within 0.1%. plugin.h asks
+// for pairwise or blocked summation; the tolerance is 3e-3.
 static conform_result_t conform_round_sum(conform_ctx_t* ctx, const void* arg) {
-  bool bf16 = arg != NULL;
-  accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
-  if (!conform_round_claimed(ctx, bf16)) return CONFORM_UNSUPPORTED;
-  uint16_t* x = conform_alloc(ctx, CONFORM_SUM_COUNT * 2);
+  accel_dtype_t dtype = arg == NULL ? ACCEL_DTYPE_F16 : *(const int*)arg;
+  bool bf16 = dtype == ACCEL_DTYPE_BF16;
+  if (dtype != ACCEL_DTYPE_F32 && !conform_round_claimed(ctx, bf16)) {
+    return CONFORM_UNSUPPORTED;
+  }
+  size_t count = dtype == ACCEL_DTYPE_F32 ? CONFORM_SUM_COUNT_F32
+                                          : CONFORM_SUM_COUNT;
+  size_t es = accel_dtype_size(dtype);
+  unsigned char* x = conform_alloc(ctx, count * es);
   if (x == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
   uint64_t rng = ctx->seed + 30;
   double want = 0;
-  for (size_t i = 0; i < CONFORM_SUM_COUNT; i++) {
-    double v = conform_rand_range(&rng, 0.0, 1.0);
-    x[i] = bf16 ? accel_plugin_f64_to_bf16(v) : accel_plugin_f64_to_f16(v);
-    want +=
-        bf16 ? accel_plugin_bf16_to_f32(x[i]) : accel_plugin_f16_to_f32(x[i]);
+  for (size_t i = 0; i < count; i++) {
+    double v = dtype == ACCEL_DTYPE_F32 ? 0.015
+                                        : conform_rand_range(&rng, 0.0, 1.0);
+    conform_store(x, dtype, i, v);
+    want += conform_load(x, dtype, i);
   }
   accel_stream_t* stream = NULL;
   accel_buffer_t *src = NULL, *dst = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
   if (status == ACCEL_OK) {
-    status = conform_buffer(ctx, ctx->device, CONFORM_SUM_COUNT * 2, &src);
+    status = conform_buffer(ctx, ctx->device, count * es, &src);
   }
-  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, 2, &dst);
-  if (status == ACCEL_OK) {
-    status = accel_buffer_write(src, 0, x, CONFORM_SUM_COUNT * 2);
-  }
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, es, &dst);
+  if (status == ACCEL_OK) status = accel_buffer_write(src, 0, x, count * es);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  status = accel_op_sum(stream, dst, 0, src, 0, dtype, CONFORM_SUM_COUNT);
+  status = accel_op_sum(stream, dst, 0, src, 0, dtype, count);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
     return conform_report(ctx, CONFORM_UNSUPPORTED, "op_sum: %s",
                           accel_last_error());
   }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_sum");
   status = conform_stream_wait(ctx, stream);
-  uint16_t got = 0;
-  if (status == ACCEL_OK) status = accel_buffer_read(dst, 0, &got, 2);
+  unsigned char got[4] = {0};
+  if (status == ACCEL_OK) status = accel_buffer_read(dst, 0, got, es);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_sum");
-  double g =
-      bf16 ? accel_plugin_bf16_to_f32(got) : accel_plugin_f16_to_f32(got);
-  double tol = bf16 ? 3e-2 : 4e-3;
+  double g = conform_load(got, dtype, 0);
+  double tol = dtype == ACCEL_DTYPE_F32 ? 3e-3 : bf16 ? 3e-2 : 4e-3;
+  const char* name = accel_dtype_name(dtype);
   if (!(fabs(g - want) <= tol * want)) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "%s sum of %d values in [0, 1) gave %.9g, expected "
-                          "%.9g (error %.3g > %.3g; accumulated in %s?)",
-                          bf16 ? "bf16" : "f16", CONFORM_SUM_COUNT, g, want,
-                          fabs(g - want) / want, tol, bf16 ? "bf16" : "f16");
+    return conform_report(
+        ctx, CONFORM_FAIL,
+        "%s sum of %zu %s gave %.9g, expected %.9g (error %.3g > %.3g; %s)",
+        name, count,
+        dtype == ACCEL_DTYPE_F32 ? "copies of 0.015" : "values in [0, 1)", g,
+        want, fabs(g - want) / want, tol,
+        dtype == ACCEL_DTYPE_F32
+            ? "one running f32 sum? plugin.h expects pairwise or blocked "
+              "summation"
+            : bf16 ? "accumulated in bf16?" : "accumulated in f16?");
   }
-  return conform_report(ctx, CONFORM_PASS, "%d values: %.9g, expected %.9g",
-                        CONFORM_SUM_COUNT, g, want);
+  return conform_report(ctx, CONFORM_PASS, "%zu values: %.9g, expected %.9g",
+                        count, g, want);
 }
 
-static const int conform_bf16 = 1;
+static const int conform_bf16 = ACCEL_DTYPE_BF16;
+static const int conform_f32 = ACCEL_DTYPE_F32;
 
 static const conform_check_t conform_rounds[] = {
     {"round.fill.f16", conform_round_fill, NULL},
@@ -279,6 +298,7 @@ static const conform_check_t conform_rounds[] = {
     {"round.cast_f32.bf16", conform_round_cast_f32, &conform_bf16},
     {"round.sum.f16", conform_round_sum, NULL},
     {"round.sum.bf16", conform_round_sum, &conform_bf16},
+    {"round.sum.f32", conform_round_sum, &conform_f32},
 };
 
 const conform_check_t* conform_round_checks(size_t* out_count) {

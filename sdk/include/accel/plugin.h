@@ -567,8 +567,10 @@ typedef struct accel_device_ops {
                            uint64_t count);
   // (optional) out[0] = sum of x[i], i < count. Floats accumulate in at
   // least f32 (the order is unspecified; pairwise or blocked summation is
-  // expected) and store as `dtype`; I32 accumulates exactly in 64 bits and
-  // stores the low 32 bits.
+  // expected: one running f32 total over millions of elements ends whole
+  // percent off, which accel-conform's round.sum.f32 fails) and store as
+  // `dtype`; I32 accumulates exactly in 64 bits and stores the low 32
+  // bits.
   accel_status_t (*op_sum)(void* device, void* stream, void* out,
                            uint64_t out_offset, const void* x,
                            uint64_t x_offset, uint32_t dtype, uint64_t count);
