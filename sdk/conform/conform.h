@@ -163,6 +163,18 @@ accel_status_t conform_event_wait(conform_ctx_t* ctx, accel_event_t* event);
 accel_status_t conform_stream_sync(conform_ctx_t* ctx, accel_stream_t* stream);
 accel_status_t conform_event_sync(conform_ctx_t* ctx, accel_event_t* event);
 
+// The two halves of conform_stream_sync / conform_event_sync, for checks
+// that keep several waits in flight: conform_sync_start runs
+// accel_event_synchronize (is_event) or accel_stream_synchronize on
+// `handle` on a helper thread (NULL when no thread or memory);
+// conform_sync_finish waits for it until `deadline` (conform_now()'s
+// clock) and returns its status, or NOT_READY past the deadline (the
+// check is marked hung and the helper abandoned).
+typedef struct conform_call conform_call_t;
+conform_call_t* conform_sync_start(bool is_event, void* handle);
+accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
+                                   double deadline);
+
 // FAIL for a failed conform_*_wait/_sync: "<what>: did not complete within
 // N s" on timeout, else "<what>: <STATUS>: <message>".
 conform_result_t conform_fail_wait(conform_ctx_t* ctx, accel_status_t status,

@@ -3,7 +3,8 @@
 // Launch checks with the test kernels of sdk/conform/kernels (README.md
 // there): buffer arguments at non-zero and odd offsets (refused with
 // UNSUPPORTED where the device needs an aligned offset, ABI 1.3), 2D and
-// 3D grids, value arguments of 1 to 24 bytes, and dynamic shared memory.
+// 3D grids, value arguments of 1 to 24 bytes, dynamic shared memory, and
+// arguments taken at enqueue, not when a queued launch runs.
 // Each check is skipped when the device runs no custom kernels or its test
 // module lacks the kernel.
 #include <stdio.h>
@@ -34,7 +35,6 @@ static conform_result_t conform_launch_run(conform_ctx_t* ctx,
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, what);
   return CONFORM_PASS;
 }
-
 
 // add_one over n elements starting `offset` bytes into a buffer.
 static conform_result_t conform_launch_offset(conform_ctx_t* ctx,
@@ -109,6 +109,69 @@ static conform_result_t conform_launch_offsets(conform_ctx_t* ctx,
                         "offsets %zu, 4, 12, 1000 bytes; %d refused for "
                         "alignment %u",
                         aligned, refused, align);
+}
+
+// Two launches of one kernel queued behind work on a busy stream, the
+// caller's argument array and value reused (changed) between them: each
+// launch runs with the arguments it was given (CUDA copies them at
+// launch), not with whatever the kernel's staged arguments hold when it
+// runs.
+static conform_result_t conform_launch_args_at_enqueue(conform_ctx_t* ctx,
+                                                       const void* arg) {
+  (void)arg;
+  char path[1024] = "";
+  accel_kernel_t* kernel = NULL;
+  CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", kernel, path);
+  enum { TOTAL = 512, N1 = 300, N2 = 200 };
+  int32_t data[TOTAL], want1[TOTAL], want2[TOTAL];
+  for (int i = 0; i < TOTAL; i++) {
+    data[i] = i * 7 - 100;
+    want1[i] = data[i] + (i < N1);
+    want2[i] = data[i] + (i < N2);
+  }
+  accel_stream_t* stream = NULL;
+  accel_buffer_t *b1 = NULL, *b2 = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK)
+    status = conform_buffer(ctx, ctx->device, sizeof(data), &b1);
+  if (status == ACCEL_OK)
+    status = conform_buffer(ctx, ctx->device, sizeof(data), &b2);
+  if (status == ACCEL_OK)
+    status = accel_buffer_write(b1, 0, data, sizeof(data));
+  if (status == ACCEL_OK)
+    status = accel_buffer_write(b2, 0, data, sizeof(data));
+  if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, 20);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  uint32_t n = N1;
+  accel_kernel_arg_t args[2] = {
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = b1},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
+  };
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  config.grid[0] = (TOTAL + 63) / 64;
+  config.block[0] = 64;
+  status = accel_kernel_launch(kernel, stream, &config, 2, args);
+  if (status == ACCEL_OK) {
+    n = N2;
+    args[0].buffer = b2;
+    status = accel_kernel_launch(kernel, stream, &config, 2, args);
+  }
+  if (status != ACCEL_OK) {
+    return conform_fail_status(ctx, status, "accel_conform_add_one");
+  }
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) {
+    return conform_fail_wait(ctx, status, "accel_conform_add_one");
+  }
+  if (!conform_verify(ctx, b1, (const unsigned char*)want1, sizeof(want1),
+                      "first launch (buffer 1, n 300)") ||
+      !conform_verify(ctx, b2, (const unsigned char*)want2, sizeof(want2),
+                      "second launch (buffer 2, n 200)")) {
+    return CONFORM_FAIL;
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "two queued launches kept their own arguments");
 }
 
 // accel_conform_index over nx * ny * nz with `block`.
@@ -261,6 +324,7 @@ static const conform_check_t conform_launches[] = {
     {"launch.grids", conform_launch_grids, NULL},
     {"launch.value_args", conform_launch_value_args, NULL},
     {"launch.shared_mem", conform_launch_shared, NULL},
+    {"launch.args_at_enqueue", conform_launch_args_at_enqueue, NULL},
 };
 
 const conform_check_t* conform_launch_checks(size_t* out_count) {

@@ -6,7 +6,7 @@
 // event_synchronize say "done" and earlier writes are visible; elapsed
 // time agrees with the host clock for work of known length; and a stream
 // waits for an event of another device directly where the plugin claims
-// peer access.
+// peer access; and every thread blocked in a synchronize returns.
 #include <stdio.h>
 #include <string.h>
 
@@ -258,6 +258,57 @@ static conform_result_t conform_sync_peer_wait(conform_ctx_t* ctx,
                         accel_device_uri(ctx->peer));
 }
 
+enum { CONFORM_WAITERS = 3 };
+
+// Several threads blocked in stream_synchronize on one stream and in
+// event_synchronize on one event while the work runs must all return
+// once it completes: a completion that wakes one waiter only (a condition
+// signalled, not broadcast) leaves the others blocked for good.
+static conform_result_t conform_sync_many_waiters(conform_ctx_t* ctx,
+                                                  const void* arg) {
+  (void)arg;
+  accel_stream_t* stream = NULL;
+  accel_event_t* event = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &event);
+  if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, 40);
+  if (status == ACCEL_OK) status = accel_event_record(event, stream);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  conform_call_t* calls[2 * CONFORM_WAITERS] = {NULL};
+  size_t started = 0;
+  for (; started < 2 * CONFORM_WAITERS; started++) {
+    bool on_event = started % 2 == 1;
+    calls[started] =
+        conform_sync_start(on_event, on_event ? (void*)event : (void*)stream);
+    if (calls[started] == NULL) break;
+  }
+  double deadline = conform_now() + ctx->timeout_s;
+  size_t returned = 0;
+  accel_status_t first = ACCEL_OK;
+  ctx->sync_message[0] = '\0';
+  for (size_t i = 0; i < started; i++) {
+    accel_status_t s = conform_sync_finish(ctx, calls[i], deadline);
+    if (s != ACCEL_ERROR_NOT_READY || !ctx->hung) returned++;
+    if (s != ACCEL_OK && first == ACCEL_OK) first = s;
+  }
+  if (returned < started) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "%zu of %zu threads waiting in stream_synchronize "
+                          "and event_synchronize (alternately) were still "
+                          "blocked %g s later: does a completion wake one "
+                          "waiter only?",
+                          started - returned, started, ctx->timeout_s);
+  }
+  if (started < 2 * CONFORM_WAITERS) {
+    return conform_report(ctx, CONFORM_FAIL, "cannot start a waiter thread");
+  }
+  if (first != ACCEL_OK) return conform_fail_wait(ctx, first, "synchronize");
+  return conform_report(ctx, CONFORM_PASS,
+                        "%d threads on the stream and %d on the event "
+                        "returned",
+                        CONFORM_WAITERS, CONFORM_WAITERS);
+}
+
 static const int conform_on_event = 1;
 
 static const conform_check_t conform_syncs[] = {
@@ -270,6 +321,7 @@ static const conform_check_t conform_syncs[] = {
      &conform_on_event},
     {"sync.elapsed_vs_host", conform_sync_elapsed, NULL},
     {"sync.peer_wait_event", conform_sync_peer_wait, NULL},
+    {"sync.many_waiters", conform_sync_many_waiters, NULL},
 };
 
 const conform_check_t* conform_sync_checks(size_t* out_count) {

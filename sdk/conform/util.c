@@ -175,7 +175,7 @@ accel_status_t conform_event_wait(conform_ctx_t* ctx, accel_event_t* event) {
 // A blocking call run on a helper thread. Shared between the caller and
 // the helper; whoever finishes last frees it, so a timed-out caller can
 // walk away.
-typedef struct conform_call {
+struct conform_call {
   pthread_mutex_t mutex;
   pthread_cond_t cond;
   bool done;
@@ -184,7 +184,7 @@ typedef struct conform_call {
   char message[256];
   bool is_event;
   void* handle;
-} conform_call_t;
+};
 
 static void conform_call_free(conform_call_t* call) {
   pthread_cond_destroy(&call->cond);
@@ -208,11 +208,9 @@ static void* conform_call_main(void* arg) {
   return NULL;
 }
 
-static accel_status_t conform_timed_sync(conform_ctx_t* ctx, bool is_event,
-                                         void* handle) {
-  ctx->sync_message[0] = '\0';
+conform_call_t* conform_sync_start(bool is_event, void* handle) {
   conform_call_t* call = calloc(1, sizeof(*call));
-  if (call == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  if (call == NULL) return NULL;
   pthread_mutex_init(&call->mutex, NULL);
   pthread_cond_init(&call->cond, NULL);
   call->is_event = is_event;
@@ -220,11 +218,14 @@ static accel_status_t conform_timed_sync(conform_ctx_t* ctx, bool is_event,
   pthread_t thread;
   if (pthread_create(&thread, NULL, conform_call_main, call) != 0) {
     conform_call_free(call);
-    return ACCEL_ERROR_OUT_OF_MEMORY;
+    return NULL;
   }
   pthread_detach(thread);
+  return call;
+}
 
-  double deadline = conform_now() + ctx->timeout_s;
+accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
+                                   double deadline) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   double whole = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 +
@@ -249,6 +250,14 @@ static accel_status_t conform_timed_sync(conform_ctx_t* ctx, bool is_event,
   }
   conform_call_free(call);
   return status;
+}
+
+static accel_status_t conform_timed_sync(conform_ctx_t* ctx, bool is_event,
+                                         void* handle) {
+  ctx->sync_message[0] = '\0';
+  conform_call_t* call = conform_sync_start(is_event, handle);
+  if (call == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  return conform_sync_finish(ctx, call, conform_now() + ctx->timeout_s);
 }
 
 conform_result_t conform_fail_wait(conform_ctx_t* ctx, accel_status_t status,

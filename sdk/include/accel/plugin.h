@@ -481,7 +481,8 @@ typedef struct accel_device_ops {
   // Destroys a stream after its pending work has finished. Required.
   void (*stream_destroy)(void* stream);
   // Blocks until all work enqueued so far has finished; reports the first
-  // asynchronous error of that work. Required.
+  // asynchronous error of that work. Several threads may wait on one
+  // stream at once, and each returns (sync.many_waiters). Required.
   accel_status_t (*stream_synchronize)(void* stream);
   // Sets `*out_done` to whether all enqueued work has finished. Required.
   accel_status_t (*stream_query)(void* stream, bool* out_done);
@@ -498,7 +499,8 @@ typedef struct accel_device_ops {
   // Captures the work enqueued on `stream` so far; the event completes when
   // that work has. Re-recording replaces the previous capture. Required.
   accel_status_t (*event_record)(void* event, void* stream);
-  // Blocks until the event's last record has completed. Required.
+  // Blocks until the event's last record has completed; several threads
+  // may wait at once, and each returns. Required.
   accel_status_t (*event_synchronize)(void* event);
   // Sets `*out_done` to whether the event's last record has completed.
   // Required.
@@ -524,7 +526,11 @@ typedef struct accel_device_ops {
   // (optional) Looks up a kernel by name; ACCEL_ERROR_NOT_FOUND if absent.
   accel_status_t (*module_function)(void* module, const char* name,
                                     void** out_function);
-  // (optional) Enqueues `function` on `stream` with `launch`.
+  // (optional) Enqueues `function` on `stream` with `launch`. `launch`
+  // and what it points to (the arguments, their values) are valid during
+  // the call only: the plugin takes the arguments at enqueue, so a queued
+  // launch runs with those it was given (accel-conform's
+  // launch.args_at_enqueue), as cuLaunchKernel does.
   accel_status_t (*launch)(void* function, void* stream,
                            const accel_plugin_launch_t* launch);
 
