@@ -89,6 +89,7 @@ typedef struct accel_cpu_plugin {
   bool configured;
   uint32_t device_count;  // from ACCEL_CPU_DEVICES
   uint64_t memory_limit;  // from ACCEL_CPU_MEMORY_LIMIT; 0 = no limit
+  uint64_t stream_bytes;  // from ACCEL_CPU_STREAM_BYTES; 0 = the default
   // Created on first use (pool.c, blas.c), freed by unload. Written once
   // under `mutex`, then read lock-free.
   _Atomic(accel_cpu_pool_t*) pool;

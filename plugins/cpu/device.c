@@ -23,8 +23,9 @@ bool accel_cpu_parse_count(const char* text, size_t digits, uint32_t max,
   return true;
 }
 
-// Parses ACCEL_CPU_MEMORY_LIMIT: a positive decimal byte count with an
-// optional K, M or G suffix (binary multiples, either case).
+// Parses ACCEL_CPU_MEMORY_LIMIT and ACCEL_CPU_STREAM_BYTES: a positive
+// decimal byte count with an optional K, M or G suffix (binary multiples,
+// either case).
 static bool accel_cpu_parse_bytes(const char* text, uint64_t* out_bytes) {
   if (!isdigit((unsigned char)text[0])) return false;
   char* end = NULL;
@@ -66,6 +67,8 @@ accel_status_t accel_cpu_plugin_configure(accel_cpu_plugin_t* plugin) {
     // An empty value means unset, as for the core's own variables.
     const char* devices = host->getenv(host, "ACCEL_CPU_DEVICES");
     const char* memory = host->getenv(host, "ACCEL_CPU_MEMORY_LIMIT");
+    const char* stream = host->getenv(host, "ACCEL_CPU_STREAM_BYTES");
+    uint64_t stream_bytes = 0;
     if (devices != NULL && devices[0] != '\0' &&
         !accel_cpu_parse_count(devices, 2, ACCEL_CPU_DEVICES_MAX, &count)) {
       status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
@@ -79,9 +82,17 @@ accel_status_t accel_cpu_plugin_configure(accel_cpu_plugin_t* plugin) {
                           "byte count (digits with an optional K, M or G "
                           "suffix)",
                           memory);
+    } else if (stream != NULL && stream[0] != '\0' &&
+               !accel_cpu_parse_bytes(stream, &stream_bytes)) {
+      status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                          "ACCEL_CPU_STREAM_BYTES='%s' is not a positive "
+                          "byte count (digits with an optional K, M or G "
+                          "suffix)",
+                          stream);
     } else {
       plugin->device_count = count;
       plugin->memory_limit = limit;
+      plugin->stream_bytes = stream_bytes;
       plugin->configured = true;
       if (limit != 0) {
         host->log(host, ACCEL_LOG_INFO,

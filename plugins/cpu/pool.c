@@ -231,7 +231,9 @@ uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin) {
 // Split into pieces below that size, each memcpy would use ordinary
 // stores, which read every destination line first and evict the cache,
 // and the whole copy would lose against one memcpy. Without cache sizes
-// (not x86-64, or no sysconf answer): never.
+// (not x86-64, or no sysconf answer): never. ACCEL_CPU_STREAM_BYTES sets
+// it instead (as glibc's x86_non_temporal_threshold tunable does for
+// memcpy), so tests reach this path on any machine.
 static size_t accel_cpu_stream_threshold(void) {
 #if defined(__x86_64__) && defined(_SC_LEVEL3_CACHE_SIZE)
   long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -299,6 +301,9 @@ accel_status_t accel_cpu_pool_get(accel_cpu_plugin_t* plugin,
     } else {
       if (width == 0) width = accel_cpu_sysinfo_usable_cpus();
       status = accel_cpu_pool_create(host, width, &pool);
+      if (status == ACCEL_OK && plugin->stream_bytes != 0) {
+        pool->stream_bytes = plugin->stream_bytes;
+      }
       if (status == ACCEL_OK) {
         host->log(host, ACCEL_LOG_DEBUG, "thread pool of %u threads",
                   pool->width);

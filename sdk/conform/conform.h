@@ -72,6 +72,7 @@ const conform_check_t* conform_abi_checks(size_t* out_count);
 const conform_check_t* conform_device_checks(size_t* out_count);
 const conform_check_t* conform_memory_checks(size_t* out_count);
 const conform_check_t* conform_copy_checks(size_t* out_count);
+const conform_check_t* conform_copy_large_checks(size_t* out_count);
 const conform_check_t* conform_stream_checks(size_t* out_count);
 const conform_check_t* conform_event_checks(size_t* out_count);
 const conform_check_t* conform_ops_checks(size_t* out_count);

@@ -6,7 +6,7 @@
 // buffer (memmove semantics), and out-of-bounds requests, which the core
 // rejects without touching the buffer. Every buffer is compared in full
 // with a host shadow, so a write past the requested range shows up too.
-// Offsets past 4 GiB, where the device can hold such a buffer.
+// Large sizes and offsets past 4 GiB: conform_copy_large.c.
 #include <stdio.h>
 #include <string.h>
 
@@ -358,126 +358,6 @@ static conform_result_t conform_memset_check(conform_ctx_t* ctx,
                         "sizes 1, 3, 4095, 1 MiB+7 at offsets 0, 1, 7");
 }
 
-// Byte offsets past 4 GiB, in one buffer of 4 GiB + 64 KiB where the
-// device can allocate it: a plugin or kernel that keeps an offset in 32
-// bits lands 4 GiB lower, on the window at the start of the same buffer,
-// which is compared in full afterwards as well as the window past 4 GiB.
-#define CONFORM_4G ((uint64_t)1 << 32)
-#define CONFORM_WINDOW 65536u
-
-// Runs `call`; on failure the check fails with its status and `what`.
-#define CONFORM_STEP(call, what)                                         \
-  do {                                                                   \
-    accel_status_t step_ = (call);                                       \
-    if (step_ != ACCEL_OK) return conform_fail_status(ctx, step_, what); \
-  } while (0)
-
-static conform_result_t conform_copy_above_4gib(conform_ctx_t* ctx,
-                                                const void* arg) {
-  (void)arg;
-  const uint64_t size = CONFORM_4G + CONFORM_WINDOW;
-  uint64_t limit = ctx->info.max_alloc_size != 0 ? ctx->info.max_alloc_size
-                                                 : ctx->info.total_memory;
-  uint64_t free_bytes = 0, total = 0;
-  if (accel_device_query_memory(ctx->device, &free_bytes, &total) != ACCEL_OK) {
-    free_bytes = 0;
-  }
-  if (size > SIZE_MAX || limit < size || free_bytes < size + size / 4) {
-    return conform_report(
-        ctx, CONFORM_UNSUPPORTED,
-        "needs one allocation of 4 GiB + 64 KiB: largest allocation %llu "
-        "MiB, %llu MiB free",
-        (unsigned long long)(limit >> 20),
-        (unsigned long long)(free_bytes >> 20));
-  }
-  accel_buffer_t* b = NULL;
-  accel_status_t status = conform_buffer(ctx, ctx->device, (size_t)size, &b);
-  if (status == ACCEL_ERROR_OUT_OF_DEVICE_MEMORY ||
-      status == ACCEL_ERROR_OUT_OF_MEMORY) {
-    return conform_report(ctx, CONFORM_UNSUPPORTED,
-                          "a 4 GiB + 64 KiB buffer: %s: %s",
-                          accel_status_string(status), accel_last_error());
-  }
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "buffer");
-  accel_stream_t* stream = NULL;
-  CONFORM_STEP(conform_stream(ctx, ctx->device, &stream), "stream");
-  // Shadows of the low window [0, 64 KiB) and the high one [4 GiB, +64 KiB).
-  unsigned char* lo = conform_alloc(ctx, CONFORM_WINDOW);
-  unsigned char* hi = conform_alloc(ctx, CONFORM_WINDOW);
-  unsigned char* data = conform_alloc(ctx, 3 * 4096);
-  unsigned char* got = conform_alloc(ctx, CONFORM_WINDOW);
-  if (lo == NULL || hi == NULL || data == NULL || got == NULL) {
-    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
-  }
-  uint64_t rng = ctx->seed + 11;
-  for (size_t i = 0; i < 3 * 4096; i++) {
-    data[i] = (unsigned char)conform_rand(&rng);
-  }
-  const size_t h = (size_t)CONFORM_4G;
-  CONFORM_STEP(accel_buffer_fill(b, 0, 0xa5, CONFORM_WINDOW), "fill low");
-  CONFORM_STEP(accel_buffer_fill(b, h, 0x5a, CONFORM_WINDOW), "fill high");
-  memset(lo, 0xa5, CONFORM_WINDOW);
-  memset(hi, 0x5a, CONFORM_WINDOW);
-  // Synchronous write high, then low at the same offset modulo 4 GiB.
-  CONFORM_STEP(accel_buffer_write(b, h + 8, data, 4096), "write high");
-  memcpy(hi + 8, data, 4096);
-  CONFORM_STEP(accel_buffer_write(b, 8, data + 4096, 4096), "write low");
-  memcpy(lo + 8, data + 4096, 4096);
-  CONFORM_STEP(accel_buffer_fill(b, h + 8192, 0x3c, 256), "memset high");
-  memset(hi + 8192, 0x3c, 256);
-  // Device to device both ways across the 4 GiB line.
-  CONFORM_STEP(accel_buffer_copy(b, 16384, b, h + 8, 4096), "copy down");
-  memcpy(lo + 16384, hi + 8, 4096);
-  CONFORM_STEP(accel_buffer_copy(b, h + 24576, b, 8, 4096), "copy up");
-  memcpy(hi + 24576, lo + 8, 4096);
-  // The stream paths, and a built-in op (a kernel on most devices).
-  CONFORM_STEP(
-      accel_stream_write_buffer(stream, b, h + 32768 + 4, data + 8192, 4096),
-      "stream write high");
-  memcpy(hi + 32768 + 4, data + 8192, 4096);
-  CONFORM_STEP(accel_stream_fill_buffer(stream, b, h + 40960 + 3, 0x77, 100),
-               "stream memset high");
-  memset(hi + 40960 + 3, 0x77, 100);
-  const char* op = "";
-  status = accel_op_fill(stream, b, h + 49152, ACCEL_DTYPE_F32, 1024, 1.5);
-  if (status == ACCEL_OK) {
-    const float v = 1.5f;
-    for (size_t i = 0; i < 1024; i++) memcpy(hi + 49152 + 4 * i, &v, 4);
-    op = ", op_fill";
-  } else if (status != ACCEL_ERROR_UNSUPPORTED) {
-    return conform_fail_status(ctx, status, "op_fill high");
-  }
-  status = conform_stream_wait(ctx, stream);
-  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
-  CONFORM_STEP(accel_stream_read_buffer(stream, b, h + 8, got, 4096),
-               "stream read high");
-  status = conform_stream_wait(ctx, stream);
-  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
-  if (memcmp(got, hi + 8, 4096) != 0) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "stream read of 4 KiB at 4 GiB + 8 did not give "
-                          "what was written there");
-  }
-  for (int w = 0; w < 2; w++) {
-    const unsigned char* want = w == 0 ? lo : hi;
-    CONFORM_STEP(accel_buffer_read(b, w == 0 ? 0 : h, got, CONFORM_WINDOW),
-                 "read window");
-    for (size_t i = 0; i < CONFORM_WINDOW; i++) {
-      if (got[i] != want[i]) {
-        return conform_report(
-            ctx, CONFORM_FAIL,
-            "byte %zu of the window at %s is 0x%02x, expected 0x%02x (an "
-            "offset kept in 32 bits lands 4 GiB lower)",
-            i, w == 0 ? "offset 0" : "4 GiB", got[i], want[i]);
-      }
-    }
-  }
-  return conform_report(ctx, CONFORM_PASS,
-                        "writes, reads, memset, copies across 4 GiB, "
-                        "stream copies%s at offsets past 4 GiB",
-                        op);
-}
-
 static const int conform_on_stream = 1;
 
 static const conform_check_t conform_copy[] = {
@@ -487,7 +367,6 @@ static const conform_check_t conform_copy[] = {
     {"copy.stream", conform_copy_stream, NULL},
     {"copy.bounds", conform_copy_bounds, NULL},
     {"copy.peer", conform_copy_peer, NULL},
-    {"copy.above_4gib", conform_copy_above_4gib, NULL},
     {"memset.sync", conform_memset_check, NULL},
     {"memset.stream", conform_memset_check, &conform_on_stream},
 };

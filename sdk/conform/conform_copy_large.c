@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+//
+// Copies where size-dependent paths live: tens of MiB (a backend that
+// splits a big copy across threads, stages it through pinned buffers in
+// chunks, or switches to non-temporal stores above a cache-sized
+// threshold must still move every byte, head and tail included) and byte
+// offsets past 4 GiB (an offset kept in 32 bits lands 4 GiB lower).
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+// Runs `call`; on failure the check fails with its status and `what`.
+#define CONFORM_STEP(call, what)                                         \
+  do {                                                                   \
+    accel_status_t step_ = (call);                                       \
+    if (step_ != ACCEL_OK) return conform_fail_status(ctx, step_, what); \
+  } while (0)
+
+// Whether one more allocation of `size` bytes (of `count` alike) fits the
+// device: under its largest allocation, with a quarter to spare of what
+// is free. Otherwise reports UNSUPPORTED naming `what`.
+static bool conform_large_fits(conform_ctx_t* ctx, uint64_t size, int count,
+                               const char* what) {
+  uint64_t limit = ctx->info.max_alloc_size != 0 ? ctx->info.max_alloc_size
+                                                 : ctx->info.total_memory;
+  uint64_t free_bytes = 0, total = 0;
+  if (accel_device_query_memory(ctx->device, &free_bytes, &total) != ACCEL_OK) {
+    free_bytes = 0;
+  }
+  uint64_t need = size * (uint64_t)count;
+  if (size <= SIZE_MAX && limit >= size && free_bytes >= need + need / 4) {
+    return true;
+  }
+  conform_report(ctx, CONFORM_UNSUPPORTED,
+                 "needs %s: largest allocation %llu MiB, %llu MiB free", what,
+                 (unsigned long long)(limit >> 20),
+                 (unsigned long long)(free_bytes >> 20));
+  return false;
+}
+
+// Sizes of copy.large: past a 4 MiB split and a cache-sized streaming
+// threshold, odd so no piece comes out whole.
+static const size_t conform_large_sizes[] = {((size_t)4 << 20) + 13,
+                                             ((size_t)64 << 20) + 61};
+#define CONFORM_LARGE_MAX (((size_t)64 << 20) + 61)
+#define CONFORM_LARGE_PAD 8192  // bytes around the copied ranges
+
+// One size of copy.large on buffers `a` and `c` (shadows `sa`, `sc`, of
+// `n` bytes each): a write to `a` at 4093, a read of `a` at 1 between two
+// guard bytes, a copy from `a` at 4093 to `c` at 7, and a fill of `c` at
+// 61, synchronous or on `stream`; then both buffers compared in full.
+static conform_result_t conform_large_once(conform_ctx_t* ctx,
+                                           accel_stream_t* stream,
+                                           accel_buffer_t* a, accel_buffer_t* c,
+                                           unsigned char* sa, unsigned char* sc,
+                                           size_t n, const unsigned char* data,
+                                           unsigned char* got, size_t size) {
+  char what[96];
+  const char* how = stream != NULL ? "stream" : "synchronous";
+  accel_status_t status =
+      stream != NULL ? accel_stream_write_buffer(stream, a, 4093, data, size)
+                     : accel_buffer_write(a, 4093, data, size);
+  memcpy(sa + 4093, data, size);
+  got[0] = got[size + 1] = 0x5a;
+  if (status == ACCEL_OK) {
+    status = stream != NULL
+                 ? accel_stream_read_buffer(stream, a, 1, got + 1, size)
+                 : accel_buffer_read(a, 1, got + 1, size);
+  }
+  if (status == ACCEL_OK) {
+    status = stream != NULL
+                 ? accel_stream_copy_buffer(stream, c, 7, a, 4093, size)
+                 : accel_buffer_copy(c, 7, a, 4093, size);
+  }
+  memcpy(sc + 7, sa + 4093, size);
+  if (status == ACCEL_OK) {
+    status = stream != NULL
+                 ? accel_stream_fill_buffer(stream, c, 61, 0xc3, size - 100)
+                 : accel_buffer_fill(c, 61, 0xc3, size - 100);
+  }
+  memset(sc + 61, 0xc3, size - 100);
+  snprintf(what, sizeof(what), "%s copies of %zu bytes", how, size);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, what);
+  if (stream != NULL) {
+    status = conform_stream_wait(ctx, stream);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, what);
+  }
+  if (got[0] != 0x5a || got[size + 1] != 0x5a) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "%s read of %zu bytes at offset 1 wrote outside "
+                          "its destination",
+                          how, size);
+  }
+  for (size_t i = 0; i < size; i++) {
+    if (got[i + 1] != sa[i + 1]) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "%s read of %zu bytes at offset 1: byte %zu is "
+                            "0x%02x, expected 0x%02x",
+                            how, size, i, got[i + 1], sa[i + 1]);
+    }
+  }
+  snprintf(what, sizeof(what), "%s write at 4093 of %zu bytes", how, size);
+  if (!conform_verify(ctx, a, sa, n, what)) return CONFORM_FAIL;
+  snprintf(what, sizeof(what), "%s copy to 7 and fill at 61 of %zu bytes", how,
+           size);
+  if (!conform_verify(ctx, c, sc, n, what)) return CONFORM_FAIL;
+  return CONFORM_PASS;
+}
+
+static conform_result_t conform_copy_large(conform_ctx_t* ctx,
+                                           const void* arg) {
+  const size_t n = CONFORM_LARGE_MAX + CONFORM_LARGE_PAD;
+  if (!conform_large_fits(ctx, n, 2, "two buffers of 64 MiB + 8 KiB")) {
+    return CONFORM_UNSUPPORTED;
+  }
+  accel_stream_t* stream = NULL;
+  if (arg != NULL)
+    CONFORM_STEP(conform_stream(ctx, ctx->device, &stream), "stream");
+  accel_buffer_t *a = NULL, *c = NULL;
+  CONFORM_STEP(conform_buffer(ctx, ctx->device, n, &a), "buffer");
+  CONFORM_STEP(conform_buffer(ctx, ctx->device, n, &c), "buffer");
+  unsigned char* sa = conform_alloc(ctx, n);
+  unsigned char* sc = conform_alloc(ctx, n);
+  unsigned char* data = conform_alloc(ctx, CONFORM_LARGE_MAX);
+  unsigned char* got = conform_alloc(ctx, CONFORM_LARGE_MAX + 2);
+  if (sa == NULL || sc == NULL || data == NULL || got == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
+  }
+  uint64_t rng = ctx->seed + 12;
+  conform_rand_bytes(&rng, sa, n);
+  conform_rand_bytes(&rng, sc, n);
+  CONFORM_STEP(accel_buffer_write(a, 0, sa, n), "init");
+  CONFORM_STEP(accel_buffer_write(c, 0, sc, n), "init");
+  size_t count = sizeof(conform_large_sizes) / sizeof(conform_large_sizes[0]);
+  for (size_t i = 0; i < count; i++) {
+    conform_rand_bytes(&rng, data, conform_large_sizes[i]);
+    conform_result_t r = conform_large_once(ctx, stream, a, c, sa, sc, n, data,
+                                            got, conform_large_sizes[i]);
+    if (r != CONFORM_PASS) return r;
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "writes, reads, copies and fills of 4 MiB + 13 and "
+                        "64 MiB + 61 bytes at odd offsets");
+}
+
+// Byte offsets past 4 GiB, in one buffer of 4 GiB + 64 KiB where the
+// device can allocate it: a plugin or kernel that keeps an offset in 32
+// bits lands 4 GiB lower, on the window at the start of the same buffer,
+// which is compared in full afterwards as well as the window past 4 GiB.
+#define CONFORM_4G ((uint64_t)1 << 32)
+#define CONFORM_WINDOW 65536u
+
+static conform_result_t conform_copy_above_4gib(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  const uint64_t size = CONFORM_4G + CONFORM_WINDOW;
+  if (!conform_large_fits(ctx, size, 1, "one allocation of 4 GiB + 64 KiB")) {
+    return CONFORM_UNSUPPORTED;
+  }
+  accel_buffer_t* b = NULL;
+  accel_status_t status = conform_buffer(ctx, ctx->device, (size_t)size, &b);
+  if (status == ACCEL_ERROR_OUT_OF_DEVICE_MEMORY ||
+      status == ACCEL_ERROR_OUT_OF_MEMORY) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED,
+                          "a 4 GiB + 64 KiB buffer: %s: %s",
+                          accel_status_string(status), accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "buffer");
+  accel_stream_t* stream = NULL;
+  CONFORM_STEP(conform_stream(ctx, ctx->device, &stream), "stream");
+  // Shadows of the low window [0, 64 KiB) and the high one [4 GiB, +64 KiB).
+  unsigned char* lo = conform_alloc(ctx, CONFORM_WINDOW);
+  unsigned char* hi = conform_alloc(ctx, CONFORM_WINDOW);
+  unsigned char* data = conform_alloc(ctx, 3 * 4096);
+  unsigned char* got = conform_alloc(ctx, CONFORM_WINDOW);
+  if (lo == NULL || hi == NULL || data == NULL || got == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
+  }
+  uint64_t rng = ctx->seed + 11;
+  for (size_t i = 0; i < 3 * 4096; i++) {
+    data[i] = (unsigned char)conform_rand(&rng);
+  }
+  const size_t h = (size_t)CONFORM_4G;
+  CONFORM_STEP(accel_buffer_fill(b, 0, 0xa5, CONFORM_WINDOW), "fill low");
+  CONFORM_STEP(accel_buffer_fill(b, h, 0x5a, CONFORM_WINDOW), "fill high");
+  memset(lo, 0xa5, CONFORM_WINDOW);
+  memset(hi, 0x5a, CONFORM_WINDOW);
+  // Synchronous write high, then low at the same offset modulo 4 GiB.
+  CONFORM_STEP(accel_buffer_write(b, h + 8, data, 4096), "write high");
+  memcpy(hi + 8, data, 4096);
+  CONFORM_STEP(accel_buffer_write(b, 8, data + 4096, 4096), "write low");
+  memcpy(lo + 8, data + 4096, 4096);
+  CONFORM_STEP(accel_buffer_fill(b, h + 8192, 0x3c, 256), "memset high");
+  memset(hi + 8192, 0x3c, 256);
+  // Device to device both ways across the 4 GiB line.
+  CONFORM_STEP(accel_buffer_copy(b, 16384, b, h + 8, 4096), "copy down");
+  memcpy(lo + 16384, hi + 8, 4096);
+  CONFORM_STEP(accel_buffer_copy(b, h + 24576, b, 8, 4096), "copy up");
+  memcpy(hi + 24576, lo + 8, 4096);
+  // The stream paths, and a built-in op (a kernel on most devices).
+  CONFORM_STEP(
+      accel_stream_write_buffer(stream, b, h + 32768 + 4, data + 8192, 4096),
+      "stream write high");
+  memcpy(hi + 32768 + 4, data + 8192, 4096);
+  CONFORM_STEP(accel_stream_fill_buffer(stream, b, h + 40960 + 3, 0x77, 100),
+               "stream memset high");
+  memset(hi + 40960 + 3, 0x77, 100);
+  const char* op = "";
+  status = accel_op_fill(stream, b, h + 49152, ACCEL_DTYPE_F32, 1024, 1.5);
+  if (status == ACCEL_OK) {
+    const float v = 1.5f;
+    for (size_t i = 0; i < 1024; i++) memcpy(hi + 49152 + 4 * i, &v, 4);
+    op = ", op_fill";
+  } else if (status != ACCEL_ERROR_UNSUPPORTED) {
+    return conform_fail_status(ctx, status, "op_fill high");
+  }
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+  CONFORM_STEP(accel_stream_read_buffer(stream, b, h + 8, got, 4096),
+               "stream read high");
+  status = conform_stream_wait(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+  if (memcmp(got, hi + 8, 4096) != 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "stream read of 4 KiB at 4 GiB + 8 did not give "
+                          "what was written there");
+  }
+  for (int w = 0; w < 2; w++) {
+    const unsigned char* want = w == 0 ? lo : hi;
+    CONFORM_STEP(accel_buffer_read(b, w == 0 ? 0 : h, got, CONFORM_WINDOW),
+                 "read window");
+    for (size_t i = 0; i < CONFORM_WINDOW; i++) {
+      if (got[i] != want[i]) {
+        return conform_report(
+            ctx, CONFORM_FAIL,
+            "byte %zu of the window at %s is 0x%02x, expected 0x%02x (an "
+            "offset kept in 32 bits lands 4 GiB lower)",
+            i, w == 0 ? "offset 0" : "4 GiB", got[i], want[i]);
+      }
+    }
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "writes, reads, memset, copies across 4 GiB, "
+                        "stream copies%s at offsets past 4 GiB",
+                        op);
+}
+
+static const int conform_on_stream = 1;
+
+static const conform_check_t conform_copy_large_table[] = {
+    {"copy.large", conform_copy_large, NULL},
+    {"copy.large_stream", conform_copy_large, &conform_on_stream},
+    {"copy.above_4gib", conform_copy_above_4gib, NULL},
+};
+
+const conform_check_t* conform_copy_large_checks(size_t* out_count) {
+  *out_count =
+      sizeof(conform_copy_large_table) / sizeof(conform_copy_large_table[0]);
+  return conform_copy_large_table;
+}
