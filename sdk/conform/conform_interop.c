@@ -108,6 +108,17 @@ static bool conform_native_memory(conform_ctx_t* ctx, conform_native_t* out,
                    (unsigned long long)h1, o1, (unsigned long long)address);
     return false;
   }
+  // An offset into the buffer moves the address by as much.
+  uint64_t inside = 0;
+  if (s1 == ACCEL_OK && address != 0 &&
+      accel_buffer_query_address(b, 100, &inside) == ACCEL_OK &&
+      inside != address + 100) {
+    conform_report(ctx, CONFORM_FAIL,
+                   "memory: the address at offset 100 is 0x%llx, not the "
+                   "buffer's 0x%llx + 100",
+                   (unsigned long long)inside, (unsigned long long)address);
+    return false;
+  }
   return true;
 }
 
