@@ -55,6 +55,8 @@
 
 // Size of the buffers that carry a reason to report later.
 #define ACCEL_OPENCL_MESSAGE_SIZE 512
+// Module programs kept built after their modules unload (module.c).
+#define ACCEL_OPENCL_KEPT 8
 
 // ---------------------------------------------------------------------------
 // The ICD loader (icd.c)
@@ -101,6 +103,7 @@
   X(clBuildProgram)                \
   X(clGetProgramInfo)              \
   X(clGetProgramBuildInfo)         \
+  X(clRetainProgram)               \
   X(clReleaseProgram)              \
   X(clCreateKernel)                \
   X(clCreateKernelsInProgram)      \
@@ -200,7 +203,18 @@ struct accel_opencl_device {
   // Built-in ops (ops.c, program.c): the program built from kernels/ops.cl
   // and its kernels, created at the first op under `mutex`. NULL before.
   void* builtins;
+  // Programs of module_load kept by image (module.c), under `mutex`.
+  struct accel_opencl_kept {
+    unsigned char* image;  // a copy of the module's bytes; NULL: empty
+    size_t size;
+    cl_program program;  // one reference held by this slot
+    uint64_t used;       // kept_clock at the last load
+  } kept[ACCEL_OPENCL_KEPT];
+  uint64_t kept_clock;
 };
+
+// Releases the programs module_load keeps (module.c); at device close.
+void accel_opencl_modules_release(accel_opencl_device_t* device);
 
 // Opens the ICD loader (ACCEL_OPENCL_ICD or libOpenCL.so.1) and resolves
 // ACCEL_OPENCL_FUNCS into plugin->cl. On failure returns

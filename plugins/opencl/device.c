@@ -402,6 +402,7 @@ void accel_opencl_device_close(void* device_ptr) {
   accel_opencl_device_t* device = device_ptr;
   if (device == NULL) return;
   accel_opencl_builtins_release(device);
+  accel_opencl_modules_release(device);
   // The core frees pinned blocks before closing; any left are released
   // with the context at unload.
   device->cl->clFinish(device->sync_queue);

@@ -84,6 +84,7 @@ const conform_check_t* conform_sync_checks(size_t* out_count);
 const conform_check_t* conform_threads_checks(size_t* out_count);
 const conform_check_t* conform_round_checks(size_t* out_count);
 const conform_check_t* conform_resource_checks(size_t* out_count);
+const conform_check_t* conform_resource_cycle_checks(size_t* out_count);
 const conform_check_t* conform_rng_checks(size_t* out_count);
 const conform_check_t* conform_graph_checks(size_t* out_count);
 // Stream priorities, host functions, blocking-sync events (conform_control.c).
@@ -146,6 +147,23 @@ void conform_track_module(conform_ctx_t* ctx, accel_module_t* module);
 void conform_track_stream(conform_ctx_t* ctx, accel_stream_t* stream);
 void conform_track_kernel(conform_ctx_t* ctx, accel_kernel_t* kernel);
 
+// The plugin under test opened a second time through its own entry point
+// and table (direct.c), with a host table of the suite's: `ops` and
+// `device` are the device under test's. conform_direct_open returns PASS,
+// or FAIL with the detail written; conform_direct_close undoes whatever
+// was opened (also after a failed open). The plugin's last host->fail
+// message on the calling thread is conform_direct_message().
+typedef struct conform_direct {
+  void* handle;
+  const struct accel_plugin* desc;
+  const struct accel_device_ops* ops;
+  void* plugin;
+  void* device;
+} conform_direct_t;
+conform_result_t conform_direct_open(conform_ctx_t* ctx, conform_direct_t* d);
+void conform_direct_close(conform_direct_t* d);
+const char* conform_direct_message(void);
+
 // Zeroed host memory freed after the check (aborts nothing: NULL on OOM).
 void* conform_alloc(conform_ctx_t* ctx, size_t size);
 
@@ -156,6 +174,10 @@ void conform_release_tracked(conform_ctx_t* ctx);
 // `ctx->timeout_s`. Returns ACCEL_OK, the query's error, or
 // ACCEL_ERROR_NOT_READY on timeout (and marks the check hung).
 accel_status_t conform_stream_wait(conform_ctx_t* ctx, accel_stream_t* stream);
+// The same for any query of that shape: a plugin's own stream_query or
+// event_query on its handle (conform_direct_t).
+accel_status_t conform_poll(conform_ctx_t* ctx, void* handle,
+                            accel_status_t (*query)(void*, bool*));
 accel_status_t conform_event_wait(conform_ctx_t* ctx, accel_event_t* event);
 
 // Runs accel_stream_synchronize / accel_event_synchronize on a helper

@@ -7,9 +7,8 @@
 //   which the core would refuse itself) and free memory that goes down
 //   after an allocation and back after the free;
 // - the properties as query_props gives them, and allocations as large as
-//   asked and as large as `max_alloc_size` promises;
-// - repeated load / use / unload cycles that leave no threads, file
-//   descriptors or heap behind.
+//   asked and as large as `max_alloc_size` promises.
+// Cycles that must leave nothing behind: conform_resource_cycles.c.
 // Through the public API: pinned-memory asynchronous copies, and GEMMs
 // with the core's workspace on two streams at once, verified, with every
 // workspace byte returned.
@@ -27,93 +26,6 @@
 
 #include "conform.h"
 
-static _Thread_local char conform_host_message[512];
-
-static accel_status_t conform_host_fail(const accel_host_t* host,
-                                        accel_status_t status,
-                                        const char* format, ...) {
-  (void)host;
-  va_list ap;
-  va_start(ap, format);
-  vsnprintf(conform_host_message, sizeof(conform_host_message), format, ap);
-  va_end(ap);
-  return status;
-}
-
-static void conform_host_log(const accel_host_t* host, accel_log_level_t level,
-                             const char* format, ...) {
-  (void)host, (void)level, (void)format;
-}
-
-static const char* conform_host_getenv(const accel_host_t* host,
-                                       const char* name) {
-  (void)host;
-  return getenv(name);
-}
-
-static const accel_host_t conform_host = {
-    .struct_size = sizeof(accel_host_t),
-    .abi_version = ACCEL_PLUGIN_ABI_VERSION,
-    .fail = conform_host_fail,
-    .log = conform_host_log,
-    .getenv = conform_host_getenv,
-    .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
-};
-
-// The plugin under test, loaded a second time through its entry.
-typedef struct conform_direct {
-  void* handle;
-  const accel_plugin_t* desc;
-  const accel_device_ops_t* ops;
-  void* plugin;
-  void* device;
-} conform_direct_t;
-
-static void conform_direct_close(conform_direct_t* d) {
-  if (d->device != NULL) d->desc->device_close(d->device);
-  if (d->plugin != NULL) d->desc->unload(d->plugin);
-  if (d->handle != NULL) dlclose(d->handle);
-  memset(d, 0, sizeof(*d));
-}
-
-// Opens the device under test through the plugin's own table. FAIL with
-// the detail written, or PASS.
-static conform_result_t conform_direct_open(conform_ctx_t* ctx,
-                                            conform_direct_t* d) {
-  memset(d, 0, sizeof(*d));
-  d->handle = dlopen(ctx->plugin_path, RTLD_NOW | RTLD_LOCAL);
-  void* sym = d->handle ? dlsym(d->handle, ACCEL_PLUGIN_ENTRY_NAME) : NULL;
-  if (sym == NULL) {
-    conform_direct_close(d);
-    return conform_report(ctx, CONFORM_FAIL, "dlopen %s: %s", ctx->plugin_path,
-                          dlerror());
-  }
-  accel_plugin_entry_fn_t entry;
-  memcpy(&entry, &sym, sizeof(entry));
-  d->desc = entry(ACCEL_PLUGIN_ABI_VERSION);
-  if (d->desc == NULL) {
-    conform_direct_close(d);
-    return conform_report(ctx, CONFORM_FAIL, "entry returned NULL");
-  }
-  d->ops = d->desc->device_ops;
-  uint32_t count = 0;
-  accel_status_t status = d->desc->load(&conform_host, &d->plugin);
-  if (status == ACCEL_OK) status = d->desc->device_count(d->plugin, &count);
-  if (status == ACCEL_OK && count <= accel_device_index(ctx->device)) {
-    status = ACCEL_ERROR_NOT_FOUND;
-  }
-  if (status == ACCEL_OK) {
-    status = d->desc->device_open(d->plugin, accel_device_index(ctx->device),
-                                  &d->device);
-  }
-  if (status != ACCEL_OK) {
-    conform_direct_close(d);
-    return conform_report(ctx, CONFORM_FAIL, "direct load: %s: %s",
-                          accel_status_string(status), conform_host_message);
-  }
-  return CONFORM_PASS;
-}
-
 static conform_result_t conform_resource_memory(conform_ctx_t* ctx,
                                                 const void* arg) {
   (void)arg;
@@ -125,7 +37,7 @@ static conform_result_t conform_resource_memory(conform_ctx_t* ctx,
   accel_status_t status = d.ops->mem_info(d.device, &free0, &total);
   if (status != ACCEL_OK) {
     result = conform_report(ctx, CONFORM_FAIL, "mem_info: %s: %s",
-                            accel_status_string(status), conform_host_message);
+                            accel_status_string(status), conform_direct_message());
     goto done;
   }
   // Above total memory: the core would refuse it; the plugin must too.
@@ -151,7 +63,7 @@ static conform_result_t conform_resource_memory(conform_ctx_t* ctx,
   if (status != ACCEL_OK) {
     if (mem != NULL) d.ops->mem_free(d.device, mem);
     result = conform_report(ctx, CONFORM_FAIL, "%zu bytes: %s: %s", size,
-                            accel_status_string(status), conform_host_message);
+                            accel_status_string(status), conform_direct_message());
     goto done;
   }
   d.ops->mem_free(d.device, mem);
@@ -199,7 +111,7 @@ static conform_result_t conform_resource_props(conform_ctx_t* ctx,
   conform_result_t result;
   if (status != ACCEL_OK) {
     result = conform_report(ctx, CONFORM_FAIL, "query_props: %s: %s",
-                            accel_status_string(status), conform_host_message);
+                            accel_status_string(status), conform_direct_message());
   } else if (props.total_memory == 0 || props.compute_units == 0 ||
              props.max_threads_per_block == 0) {
     result = conform_report(ctx, CONFORM_FAIL,
@@ -241,7 +153,7 @@ static bool conform_direct_roundtrip(conform_ctx_t* ctx, conform_direct_t* d,
   }
   if (status != ACCEL_OK) {
     conform_report(ctx, CONFORM_FAIL, "%s: %s: %s", what,
-                   accel_status_string(status), conform_host_message);
+                   accel_status_string(status), conform_direct_message());
     return false;
   }
   if (memcmp(in, out, size) != 0) {
@@ -312,7 +224,7 @@ static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
   if (status != ACCEL_OK) {
     result =
         conform_report(ctx, CONFORM_FAIL, "%zu-byte allocations: %s: %s", size,
-                       accel_status_string(status), conform_host_message);
+                       accel_status_string(status), conform_direct_message());
     goto done;
   }
   accel_plugin_device_props_t props;
@@ -334,7 +246,7 @@ static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
         "total %llu, free %llu): %s: %s",
         (unsigned long long)big, (unsigned long long)props.max_alloc_size,
         (unsigned long long)total, (unsigned long long)free0,
-        accel_status_string(status), conform_host_message);
+        accel_status_string(status), conform_direct_message());
     goto done;
   }
   if (large != NULL) {
@@ -355,91 +267,6 @@ static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
 done:
   conform_direct_close(&d);
   return result;
-}
-
-// Entries in a /proc/self directory (threads, file descriptors).
-static int conform_count_entries(const char* path) {
-  DIR* dir = opendir(path);
-  if (dir == NULL) return -1;
-  int n = 0;
-  struct dirent* entry;
-  while ((entry = readdir(dir)) != NULL) n += entry->d_name[0] != '.';
-  closedir(dir);
-  return n - 1 * (strcmp(path, "/proc/self/fd") == 0);  // opendir's own fd
-}
-
-// One cycle: load, open, a stream with a copy, close, unload.
-static conform_result_t conform_cycle(conform_ctx_t* ctx) {
-  conform_direct_t d;
-  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
-  void* stream = NULL;
-  void* mem = NULL;
-  unsigned char in[4096], out[4096];
-  memset(in, 0x3c, sizeof(in));
-  accel_status_t status = d.ops->stream_create(d.device, 0, &stream);
-  if (status == ACCEL_OK) status = d.ops->mem_alloc(d.device, sizeof(in), &mem);
-  if (status == ACCEL_OK) {
-    status = d.ops->copy_h2d(d.device, stream, mem, 0, in, sizeof(in));
-  }
-  if (status == ACCEL_OK) {
-    status = d.ops->copy_d2h(d.device, stream, out, mem, 0, sizeof(out));
-  }
-  if (status == ACCEL_OK) status = d.ops->stream_synchronize(stream);
-  if (stream != NULL) d.ops->stream_destroy(stream);
-  if (mem != NULL) d.ops->mem_free(d.device, mem);
-  conform_direct_close(&d);
-  if (status != ACCEL_OK) {
-    return conform_report(ctx, CONFORM_FAIL, "cycle: %s: %s",
-                          accel_status_string(status), conform_host_message);
-  }
-  if (memcmp(in, out, sizeof(in)) != 0) {
-    return conform_report(ctx, CONFORM_FAIL, "cycle: copy gave wrong data");
-  }
-  return CONFORM_PASS;
-}
-
-static size_t conform_heap_in_use(void) {
-#if defined(__GLIBC__)
-  return mallinfo2().uordblks;
-#else
-  return 0;
-#endif
-}
-
-static conform_result_t conform_resource_cycles(conform_ctx_t* ctx,
-                                                const void* arg) {
-  (void)arg;
-  if (conform_cycle(ctx) != CONFORM_PASS) return CONFORM_FAIL;  // warm-up
-  int threads0 = conform_count_entries("/proc/self/task");
-  int fds0 = conform_count_entries("/proc/self/fd");
-  size_t heap0 = conform_heap_in_use();
-  enum { CYCLES = 5 };
-  for (int i = 0; i < CYCLES; i++) {
-    if (conform_cycle(ctx) != CONFORM_PASS) return CONFORM_FAIL;
-  }
-  // Threads may take a moment to be reaped after their join.
-  int threads = conform_count_entries("/proc/self/task");
-  for (int i = 0; i < 100 && threads > threads0; i++) {
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-    threads = conform_count_entries("/proc/self/task");
-  }
-  int fds = conform_count_entries("/proc/self/fd");
-  size_t heap = conform_heap_in_use();
-  if (threads > threads0 || fds > fds0) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "after %d load/use/unload cycles: %d threads (was "
-                          "%d), %d fds (was %d)",
-                          CYCLES, threads, threads0, fds, fds0);
-  }
-  if (heap > heap0 + 64 * 1024) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "heap in use grew by %zu bytes over %d cycles",
-                          heap - heap0, CYCLES);
-  }
-  return conform_report(ctx, CONFORM_PASS,
-                        "%d cycles: threads %d, fds %d, heap +%zd bytes",
-                        CYCLES, threads, fds, (ssize_t)(heap - heap0));
 }
 
 static conform_result_t conform_resource_pinned(conform_ctx_t* ctx,
@@ -562,7 +389,6 @@ static const conform_check_t conform_resources[] = {
     {"resource.alloc_direct", conform_resource_alloc, NULL},
     {"resource.pinned_async", conform_resource_pinned, NULL},
     {"resource.gemm_workspace", conform_resource_gemm, NULL},
-    {"resource.load_cycles", conform_resource_cycles, NULL},
 };
 
 const conform_check_t* conform_resource_checks(size_t* out_count) {

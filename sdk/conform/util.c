@@ -139,7 +139,7 @@ static void conform_nap(unsigned* round) {
 }
 
 // Polls `query(handle)` until it says done; see conform.h.
-static accel_status_t conform_poll(conform_ctx_t* ctx, void* handle,
+accel_status_t conform_poll(conform_ctx_t* ctx, void* handle,
                                    accel_status_t (*query)(void*, bool*)) {
   double deadline = conform_now() + ctx->timeout_s;
   unsigned round = 0;

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+//
+// Cycles that must leave nothing behind:
+// - resource.load_cycles: load / open / a stream with copies / close /
+//   unload, through the plugin's own table, five times: no threads, file
+//   descriptors or heap left over;
+// - resource.object_cycles: on one open device, through the plugin's
+//   table, 400 rounds of a stream, two events, an allocation, copies, a
+//   fill, a cross-stream wait and destroys;
+// - resource.module_cycles: through the public API, where the device runs
+//   the suite's kernels, 200 rounds of a module loaded, a kernel launched
+//   and both released.
+// Heap in use (mallinfo2) is compared before and after the measured
+// rounds: a leak of 64 (40) bytes a round shows; a cache that stops
+// growing during the warm-up rounds does not.
+#define _GNU_SOURCE  // mallinfo2
+#include <accel/plugin.h>
+#include <dirent.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "conform.h"
+
+// Entries in a /proc/self directory (threads, file descriptors).
+static int conform_count_entries(const char* path) {
+  DIR* dir = opendir(path);
+  if (dir == NULL) return -1;
+  int n = 0;
+  struct dirent* entry;
+  while ((entry = readdir(dir)) != NULL) n += entry->d_name[0] != '.';
+  closedir(dir);
+  return n - 1 * (strcmp(path, "/proc/self/fd") == 0);  // opendir's own fd
+}
+
+// One cycle: load, open, a stream with a copy, close, unload.
+static conform_result_t conform_cycle(conform_ctx_t* ctx) {
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  void* stream = NULL;
+  void* mem = NULL;
+  unsigned char in[4096], out[4096];
+  memset(in, 0x3c, sizeof(in));
+  accel_status_t status = d.ops->stream_create(d.device, 0, &stream);
+  if (status == ACCEL_OK) status = d.ops->mem_alloc(d.device, sizeof(in), &mem);
+  if (status == ACCEL_OK) {
+    status = d.ops->copy_h2d(d.device, stream, mem, 0, in, sizeof(in));
+  }
+  if (status == ACCEL_OK) {
+    status = d.ops->copy_d2h(d.device, stream, out, mem, 0, sizeof(out));
+  }
+  if (status == ACCEL_OK) status = d.ops->stream_synchronize(stream);
+  if (stream != NULL) d.ops->stream_destroy(stream);
+  if (mem != NULL) d.ops->mem_free(d.device, mem);
+  conform_direct_close(&d);
+  if (status != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL, "cycle: %s: %s",
+                          accel_status_string(status),
+                          conform_direct_message());
+  }
+  if (memcmp(in, out, sizeof(in)) != 0) {
+    return conform_report(ctx, CONFORM_FAIL, "cycle: copy gave wrong data");
+  }
+  return CONFORM_PASS;
+}
+
+static size_t conform_heap_in_use(void) {
+#if defined(__GLIBC__)
+  return mallinfo2().uordblks;
+#else
+  return 0;
+#endif
+}
+
+static conform_result_t conform_resource_cycles(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  if (conform_cycle(ctx) != CONFORM_PASS) return CONFORM_FAIL;  // warm-up
+  int threads0 = conform_count_entries("/proc/self/task");
+  int fds0 = conform_count_entries("/proc/self/fd");
+  size_t heap0 = conform_heap_in_use();
+  enum { CYCLES = 5 };
+  for (int i = 0; i < CYCLES; i++) {
+    if (conform_cycle(ctx) != CONFORM_PASS) return CONFORM_FAIL;
+  }
+  // Threads may take a moment to be reaped after their join.
+  int threads = conform_count_entries("/proc/self/task");
+  for (int i = 0; i < 100 && threads > threads0; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    threads = conform_count_entries("/proc/self/task");
+  }
+  int fds = conform_count_entries("/proc/self/fd");
+  size_t heap = conform_heap_in_use();
+  if (threads > threads0 || fds > fds0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "after %d load/use/unload cycles: %d threads (was "
+                          "%d), %d fds (was %d)",
+                          CYCLES, threads, threads0, fds, fds0);
+  }
+  if (heap > heap0 + 64 * 1024) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "heap in use grew by %zu bytes over %d cycles",
+                          heap - heap0, CYCLES);
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%d cycles: threads %d, fds %d, heap +%zd bytes",
+                        CYCLES, threads, fds, (ssize_t)(heap - heap0));
+}
+
+// One round of objects on the directly opened device: a stream, a plain
+// and a timing event, a 4 KiB allocation written, filled and read back on
+// the stream, both events recorded, `keep` (a long-lived stream) waiting
+// on one, everything synchronized and destroyed.
+static accel_status_t conform_object_round(conform_ctx_t* ctx,
+                                           const conform_direct_t* d,
+                                           void* keep, unsigned char* in,
+                                           unsigned char* out) {
+  void *stream = NULL, *plain = NULL, *timed = NULL, *mem = NULL;
+  accel_status_t status = d->ops->stream_create(d->device, 0, &stream);
+  if (status == ACCEL_OK) status = d->ops->event_create(d->device, 0, &plain);
+  if (status == ACCEL_OK) {
+    status = d->ops->event_create(d->device, ACCEL_EVENT_TIMING, &timed);
+    if (status == ACCEL_ERROR_UNSUPPORTED) status = ACCEL_OK, timed = NULL;
+  }
+  if (status == ACCEL_OK) status = d->ops->mem_alloc(d->device, 4096, &mem);
+  if (status == ACCEL_OK && timed != NULL) {
+    status = d->ops->event_record(timed, stream);
+  }
+  if (status == ACCEL_OK) {
+    status = d->ops->copy_h2d(d->device, stream, mem, 0, in, 4096);
+  }
+  if (status == ACCEL_OK) {
+    status = d->ops->memset(d->device, stream, mem, 1024, 0x5c, 1024);
+  }
+  if (status == ACCEL_OK) {
+    status = d->ops->copy_d2h(d->device, stream, out, mem, 0, 4096);
+  }
+  if (status == ACCEL_OK) status = d->ops->event_record(plain, stream);
+  if (status == ACCEL_OK) status = d->ops->stream_wait_event(keep, plain);
+  // Polled with the suite's deadline: a plugin whose work never
+  // completes fails the check instead of hanging it (and its objects are
+  // left alone: destroying a busy stream waits).
+  if (status == ACCEL_OK)
+    status = conform_poll(ctx, plain, d->ops->event_query);
+  if (status == ACCEL_OK)
+    status = conform_poll(ctx, keep, d->ops->stream_query);
+  if (status == ACCEL_OK)
+    status = conform_poll(ctx, stream, d->ops->stream_query);
+  if (ctx->hung) return status;
+  if (stream != NULL) d->ops->stream_destroy(stream);
+  if (plain != NULL) d->ops->event_destroy(plain);
+  if (timed != NULL) d->ops->event_destroy(timed);
+  if (mem != NULL) d->ops->mem_free(d->device, mem);
+  return status;
+}
+
+// One round through the public API: the test module loaded from `path`,
+// its add_one kernel launched on `stream` over `buffer`, both released.
+static accel_status_t conform_module_round(conform_ctx_t* ctx, const char* path,
+                                           accel_stream_t* stream,
+                                           accel_buffer_t* buffer) {
+  accel_module_t* module = NULL;
+  accel_kernel_t* kernel = NULL;
+  accel_status_t status =
+      accel_module_create_from_file(ctx->device, path, &module);
+  if (status == ACCEL_OK) {
+    status = accel_kernel_create(module, "accel_conform_add_one", &kernel);
+  }
+  uint32_t n = 64;
+  accel_kernel_arg_t args[2] = {
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
+  };
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  config.block[0] = 64;
+  if (status == ACCEL_OK) {
+    status = accel_kernel_launch(kernel, stream, &config, 2, args);
+  }
+  if (status == ACCEL_OK) status = conform_stream_wait(ctx, stream);
+  if (ctx->hung) return status;  // releasing would wait for the launch
+  accel_kernel_release(kernel);
+  accel_module_release(module);
+  return status;
+}
+
+enum { CONFORM_OBJECT_ROUNDS = 400, CONFORM_MODULE_ROUNDS = 200 };
+
+// Runs `rounds` object rounds.
+static conform_result_t conform_object_rounds(conform_ctx_t* ctx,
+                                              const conform_direct_t* d,
+                                              void* keep, int rounds) {
+  unsigned char in[4096], out[4096];
+  memset(in, 0x3c, sizeof(in));
+  for (int i = 0; i < rounds; i++) {
+    accel_status_t status = conform_object_round(ctx, d, keep, in, out);
+    if (status != ACCEL_OK && ctx->hung) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "object round %d: did not complete within %g s", i,
+                            ctx->timeout_s);
+    }
+    if (status != ACCEL_OK) {
+      return conform_report(ctx, CONFORM_FAIL, "object round %d: %s: %s", i,
+                            accel_status_string(status),
+                            conform_direct_message());
+    }
+    if (out[0] != 0x3c || out[1024] != 0x5c || out[4095] != 0x3c) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "object round %d: the copies gave wrong data", i);
+    }
+  }
+  return CONFORM_PASS;
+}
+
+// Heap growth allowed over the measured rounds: under 64 bytes a round
+// for objects, 40 for modules.
+#define CONFORM_OBJECT_SLACK (24 * 1024)
+#define CONFORM_MODULE_SLACK (8 * 1024)
+
+static conform_result_t conform_resource_objects(conform_ctx_t* ctx,
+                                                 const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  void* keep = NULL;
+  accel_status_t status = d.ops->stream_create(d.device, 0, &keep);
+  if (status != ACCEL_OK) {
+    conform_direct_close(&d);
+    return conform_report(ctx, CONFORM_FAIL, "stream_create: %s: %s",
+                          accel_status_string(status),
+                          conform_direct_message());
+  }
+  // Warm-up: whatever the plugin caches fills here.
+  conform_result_t r = conform_object_rounds(ctx, &d, keep, 50);
+  size_t heap0 = conform_heap_in_use();
+  if (r == CONFORM_PASS) {
+    r = conform_object_rounds(ctx, &d, keep, CONFORM_OBJECT_ROUNDS);
+  }
+  size_t heap = conform_heap_in_use();
+  if (ctx->hung) return r;  // left open: closing would wait for the work
+  d.ops->stream_destroy(keep);
+  conform_direct_close(&d);
+  if (r != CONFORM_PASS) return r;
+  if (heap > heap0 + CONFORM_OBJECT_SLACK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "heap in use grew by %zu bytes over %d rounds of "
+                          "a stream, two events, an allocation, copies and "
+                          "a wait, all destroyed",
+                          heap - heap0, CONFORM_OBJECT_ROUNDS);
+  }
+  return conform_report(ctx, CONFORM_PASS, "%d rounds: heap %+zd bytes",
+                        CONFORM_OBJECT_ROUNDS, (ssize_t)(heap - heap0));
+}
+
+static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
+                                                 const void* arg) {
+  (void)arg;
+  char path[1024] = "";
+  accel_kernel_t* kernel = NULL;
+  CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", kernel, path);
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buffer = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) {
+    status = conform_buffer(ctx, ctx->device, 256, &buffer);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  size_t heap0 = 0;
+  for (int i = 0; i < 20 + CONFORM_MODULE_ROUNDS; i++) {
+    if (i == 20) heap0 = conform_heap_in_use();  // after a warm-up
+    status = conform_module_round(ctx, path, stream, buffer);
+    if (status != ACCEL_OK && ctx->hung) {
+      return conform_fail_wait(ctx, status, "module round");
+    }
+    if (status != ACCEL_OK) {
+      return conform_report(ctx, CONFORM_FAIL, "module round %d: %s: %s", i,
+                            accel_status_string(status), accel_last_error());
+    }
+  }
+  size_t heap = conform_heap_in_use();
+  if (heap > heap0 + CONFORM_MODULE_SLACK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "heap in use grew by %zu bytes over %d rounds of "
+                          "%s loaded, a kernel launched, both released",
+                          heap - heap0, CONFORM_MODULE_ROUNDS, path);
+  }
+  return conform_report(ctx, CONFORM_PASS, "%d rounds: heap %+zd bytes",
+                        CONFORM_MODULE_ROUNDS, (ssize_t)(heap - heap0));
+}
+
+static const conform_check_t conform_cycles[] = {
+    {"resource.load_cycles", conform_resource_cycles, NULL},
+    {"resource.object_cycles", conform_resource_objects, NULL},
+    {"resource.module_cycles", conform_resource_modules, NULL},
+};
+
+const conform_check_t* conform_resource_cycle_checks(size_t* out_count) {
+  *out_count = sizeof(conform_cycles) / sizeof(conform_cycles[0]);
+  return conform_cycles;
+}
