@@ -60,10 +60,11 @@ compile() {
 # run_conform SO FILTER LOG: accel-conform on one plugin file; returns
 # its exit status. ACCEL_CPU_STREAM_BYTES=1M puts the CPU plugin's split
 # copies in copy.large on its non-temporal path, otherwise reached only
-# from 3/4 of the L3 cache (192 MiB on the development VM).
+# from 3/4 of the L3 cache (192 MiB on the development VM). Two devices
+# each, so the peer checks run.
 run_conform() {
   ACCEL_PLUGIN_PATH= ACCEL_BACKEND= ACCEL_LOG= ACCEL_CPU_MEMORY_LIMIT=8G \
-    ACCEL_CPU_STREAM_BYTES=1M \
+    ACCEL_CPU_STREAM_BYTES=1M ACCEL_CPU_DEVICES=2 ACCEL_TEMPLATE_DEVICES=2 \
     timeout 300 "$conform" --plugin "$1" --kernel-dir "$kernels" \
     --timeout 3 --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
 }
