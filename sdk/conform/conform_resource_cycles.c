@@ -12,7 +12,8 @@
 //   and both released.
 // Heap in use (mallinfo2) is compared before and after the measured
 // rounds: a leak of 64 (40) bytes a round shows; a cache that stops
-// growing during the warm-up rounds does not.
+// growing during the warm-up rounds does not. On OpenCL devices module
+// rounds growing by up to 2 KiB each are a SKIP (see below).
 #define _GNU_SOURCE  // mallinfo2
 #include <accel/plugin.h>
 #include <dirent.h>
@@ -281,7 +282,23 @@ static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
     }
   }
   size_t heap = conform_heap_in_use();
-  if (heap > heap0 + CONFORM_MODULE_SLACK) {
+  // OpenCL runtimes may keep memory for every program build until the
+  // context goes (PoCL 3.1: about 1.5 KiB), which a plugin cannot free
+  // short of reusing programs: up to 2 KiB a round there is a SKIP that
+  // gives the figure, not a failure.
+  size_t grown = heap > heap0 ? heap - heap0 : 0;
+  if (grown > CONFORM_MODULE_SLACK &&
+      strcmp(accel_device_backend(ctx->device), "opencl") == 0 &&
+      grown <= (size_t)2048 * CONFORM_MODULE_ROUNDS) {
+    return conform_report(ctx, CONFORM_SKIP,
+                          "heap in use grew by %zu bytes over %d rounds, "
+                          "%zu a round: within what an OpenCL runtime may "
+                          "keep per program build (reuse built programs to "
+                          "pass)",
+                          grown, CONFORM_MODULE_ROUNDS,
+                          grown / CONFORM_MODULE_ROUNDS);
+  }
+  if (grown > CONFORM_MODULE_SLACK) {
     return conform_report(ctx, CONFORM_FAIL,
                           "heap in use grew by %zu bytes over %d rounds of "
                           "%s loaded, a kernel launched, both released",
