@@ -57,39 +57,45 @@ static bool accel_cpu_parse_bytes(const char* text, uint64_t* out_bytes) {
   return true;
 }
 
+// Reads the byte-count variable `name` into `*out` (left alone when unset
+// or empty, as for the core's own variables); INVALID_ARGUMENT naming it
+// when malformed.
+static accel_status_t accel_cpu_env_bytes(const accel_host_t* host,
+                                          const char* name, uint64_t* out) {
+  const char* text = host->getenv(host, name);
+  if (text == NULL || text[0] == '\0' || accel_cpu_parse_bytes(text, out)) {
+    return ACCEL_OK;
+  }
+  return host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
+                    "%s='%s' is not a positive byte count (digits with an "
+                    "optional K, M or G suffix)",
+                    name, text);
+}
+
 accel_status_t accel_cpu_plugin_configure(accel_cpu_plugin_t* plugin) {
   const accel_host_t* host = plugin->host;
   accel_status_t status = ACCEL_OK;
   pthread_mutex_lock(&plugin->mutex);
   if (!plugin->configured) {
     uint32_t count = ACCEL_CPU_DEVICES_DEFAULT;
-    uint64_t limit = 0;
+    uint64_t limit = 0, stream_bytes = 0;
     // An empty value means unset, as for the core's own variables.
     const char* devices = host->getenv(host, "ACCEL_CPU_DEVICES");
-    const char* memory = host->getenv(host, "ACCEL_CPU_MEMORY_LIMIT");
-    const char* stream = host->getenv(host, "ACCEL_CPU_STREAM_BYTES");
-    uint64_t stream_bytes = 0;
     if (devices != NULL && devices[0] != '\0' &&
         !accel_cpu_parse_count(devices, 2, ACCEL_CPU_DEVICES_MAX, &count)) {
       status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                           "ACCEL_CPU_DEVICES='%s' is not a number between 1 "
                           "and 64",
                           devices);
-    } else if (memory != NULL && memory[0] != '\0' &&
-               !accel_cpu_parse_bytes(memory, &limit)) {
-      status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
-                          "ACCEL_CPU_MEMORY_LIMIT='%s' is not a positive "
-                          "byte count (digits with an optional K, M or G "
-                          "suffix)",
-                          memory);
-    } else if (stream != NULL && stream[0] != '\0' &&
-               !accel_cpu_parse_bytes(stream, &stream_bytes)) {
-      status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
-                          "ACCEL_CPU_STREAM_BYTES='%s' is not a positive "
-                          "byte count (digits with an optional K, M or G "
-                          "suffix)",
-                          stream);
-    } else {
+    }
+    if (status == ACCEL_OK) {
+      status = accel_cpu_env_bytes(host, "ACCEL_CPU_MEMORY_LIMIT", &limit);
+    }
+    if (status == ACCEL_OK) {
+      status =
+          accel_cpu_env_bytes(host, "ACCEL_CPU_STREAM_BYTES", &stream_bytes);
+    }
+    if (status == ACCEL_OK) {
       plugin->device_count = count;
       plugin->memory_limit = limit;
       plugin->stream_bytes = stream_bytes;
