@@ -274,8 +274,11 @@ void conform_store(void* p, accel_dtype_t dtype, size_t i, double v);
 // the signal on (to a sanitizer's handler or the default action), so the
 // process still dies of it. conform_crash_guard_check(name) sets the name
 // before a check runs; NULL between checks (then a crash writes nothing).
-// Called from the main thread only.
-void conform_crash_guard_install(void);
+// install also starts a watchdog that, when one check has run for
+// `limit_s` seconds, writes "FAIL <name> still running after N s" to
+// stdout and ends the process with status 1. Called from the main thread
+// only.
+void conform_crash_guard_install(double limit_s);
 void conform_crash_guard_check(const char* check);
 
 #endif  // ACCEL_SDK_CONFORM_CONFORM_H_

@@ -9,12 +9,22 @@
 // the handler that was there before (a sanitizer's, which prints its own
 // report) or to the default action, so the exit status stays the
 // signal's.
+//
+// And stops a check that never ends. Every wait the suite makes itself
+// has a deadline (--timeout), but some public calls block inside the
+// plugin (a staged peer copy synchronizes the stream it is queued on),
+// so a plugin whose work never completes could hang the run. A watchdog
+// thread ends the process (exit 1, a failure) when one check has run
+// for the limit main() gives, after writing a FAIL line naming it.
 // sigaction and SA_* are POSIX.
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conform.h"
@@ -28,6 +38,13 @@ static struct sigaction conform_previous[CONFORM_FATAL_COUNT];
 // handler) and its length; 0 between checks.
 static char conform_crash_line[320];
 static volatile sig_atomic_t conform_crash_length;
+
+// The running check for the watchdog: its name, and when it started
+// (seconds of conform_now(); 0 between checks). The name is written only
+// while `conform_check_since` is 0.
+static char conform_check_name[128];
+static _Atomic double conform_check_since;
+static double conform_check_limit;
 
 static void conform_on_fatal(int sig, siginfo_t* info, void* context) {
   size_t length = (size_t)conform_crash_length;
@@ -59,7 +76,33 @@ static void conform_on_fatal(int sig, siginfo_t* info, void* context) {
   raise(sig);
 }
 
-void conform_crash_guard_install(void) {
+static void* conform_watchdog(void* arg) {
+  (void)arg;
+  for (;;) {
+    struct timespec nap = {1, 0};
+    nanosleep(&nap, NULL);
+    double since = atomic_load(&conform_check_since);
+    if (since == 0 || conform_now() - since < conform_check_limit) continue;
+    char line[320];
+    int n = snprintf(line, sizeof(line),
+                     "FAIL         %-28s  still running after %.0f s: a wait "
+                     "inside the plugin that never returns? Stopping.\n",
+                     conform_check_name, conform_check_limit);
+    if (n > 0) {
+      ssize_t ignored = write(STDOUT_FILENO, line, (size_t)n);
+      (void)ignored;
+    }
+    _exit(1);
+  }
+  return NULL;
+}
+
+void conform_crash_guard_install(double limit_s) {
+  conform_check_limit = limit_s;
+  pthread_t watchdog;
+  if (pthread_create(&watchdog, NULL, conform_watchdog, NULL) == 0) {
+    pthread_detach(watchdog);
+  }
   struct sigaction action;
   memset(&action, 0, sizeof(action));
   action.sa_sigaction = conform_on_fatal;
@@ -72,7 +115,10 @@ void conform_crash_guard_install(void) {
 
 void conform_crash_guard_check(const char* check) {
   conform_crash_length = 0;
+  atomic_store(&conform_check_since, 0.0);
   if (check == NULL) return;
+  snprintf(conform_check_name, sizeof(conform_check_name), "%s", check);
+  atomic_store(&conform_check_since, conform_now());
   int n = snprintf(conform_crash_line, sizeof(conform_crash_line),
                    "\naccel-conform: crashed in check %s (", check);
   if (n > 0 && (size_t)n < sizeof(conform_crash_line)) {

@@ -42,6 +42,7 @@ typedef struct conform_args {
   bool no_known;
   uint32_t device;
   double timeout_s;
+  double check_limit_s;  // 0: 10 x timeout_s + 60
   uint64_t seed;
   bool json;
   bool list;
@@ -62,6 +63,9 @@ static void conform_usage(FILE* out) {
           "  --filter PATTERN   run checks whose name contains PATTERN, or\n"
           "                     matches it as a glob if it has * ? [\n"
           "  --timeout SECONDS  limit for every wait (10)\n"
+          "  --check-limit SECONDS  a check still running after this long\n"
+          "                     stops the run as a failure (10 x timeout\n"
+          "                     + 60)\n"
           "  --seed N           random seed for op inputs (1)\n"
           "  --kernel-dir DIR   where test kernels live\n"
           "  --require-ops      an unsupported built-in op is a failure\n"
@@ -99,6 +103,7 @@ enum {
   CONFORM_OPT_REFERENCE,
   CONFORM_OPT_FILTER,
   CONFORM_OPT_TIMEOUT,
+  CONFORM_OPT_CHECK_LIMIT,
   CONFORM_OPT_SEED,
   CONFORM_OPT_KERNEL_DIR,
   CONFORM_OPT_REQUIRE_OPS,
@@ -115,6 +120,7 @@ static const struct option conform_options[] = {
     {"reference", required_argument, NULL, CONFORM_OPT_REFERENCE},
     {"filter", required_argument, NULL, CONFORM_OPT_FILTER},
     {"timeout", required_argument, NULL, CONFORM_OPT_TIMEOUT},
+    {"check-limit", required_argument, NULL, CONFORM_OPT_CHECK_LIMIT},
     {"seed", required_argument, NULL, CONFORM_OPT_SEED},
     {"kernel-dir", required_argument, NULL, CONFORM_OPT_KERNEL_DIR},
     {"require-ops", no_argument, NULL, CONFORM_OPT_REQUIRE_OPS},
@@ -164,6 +170,12 @@ static bool conform_parse(int argc, char** argv, conform_args_t* args) {
         break;
       case CONFORM_OPT_TIMEOUT:
         if (!tool_parse_seconds(optarg, &args->timeout_s)) {
+          return conform_bad_value(name, optarg,
+                                   "seconds, more than 0, at most a day");
+        }
+        break;
+      case CONFORM_OPT_CHECK_LIMIT:
+        if (!tool_parse_seconds(optarg, &args->check_limit_s)) {
           return conform_bad_value(name, optarg,
                                    "seconds, more than 0, at most a day");
         }
@@ -448,7 +460,11 @@ int main(int argc, char** argv) {
 
   size_t counts[6] = {0};
   bool first = true;
-  conform_crash_guard_install();
+  // A check that blocks past every wait's deadline, many times over, is
+  // stuck in the plugin: 10 x --timeout + 60 s (160 s by default).
+  conform_crash_guard_install(args.check_limit_s > 0
+                                  ? args.check_limit_s
+                                  : 10.0 * args.timeout_s + 60.0);
   for (size_t i = 0; i < total; i++) {
     const conform_check_t* check = conform_check_get(i);
     if (!conform_selected(&args, check->name)) continue;

@@ -71,7 +71,9 @@ accel_status_t template_submit(const accel_host_t* host, void* stream_ptr,
   }
   stream->tail = task;
   stream->enqueued++;
+#ifndef CONFORM_BUG_STREAM_NEVER_RUNS
   pthread_cond_signal(&stream->work_cv);
+#endif  // else a deliberate bug for tests/conform/fixtures: work never runs
   pthread_mutex_unlock(&stream->mutex);
   return ACCEL_OK;
 }
