@@ -231,10 +231,14 @@ uint32_t accel_cpu_pool_configured_width(accel_cpu_plugin_t* plugin) {
 // Split into pieces below that size, each memcpy would use ordinary
 // stores, which read every destination line first and evict the cache,
 // and the whole copy would lose against one memcpy. Without cache sizes
-// (not x86-64, or no sysconf answer): never. ACCEL_CPU_STREAM_BYTES sets
-// it instead (as glibc's x86_non_temporal_threshold tunable does for
-// memcpy), so tests reach this path on any machine.
-static size_t accel_cpu_stream_threshold(void) {
+// (not x86-64, or no sysconf answer): never. ACCEL_CPU_STREAM_BYTES
+// (`configured`, 0 when unset) sets it instead, as glibc's
+// x86_non_temporal_threshold tunable does for memcpy, so tests reach this
+// path on any machine.
+static size_t accel_cpu_stream_threshold(uint64_t configured) {
+  if (configured != 0) {
+    return configured < SIZE_MAX ? (size_t)configured : SIZE_MAX;
+  }
 #if defined(__x86_64__) && defined(_SC_LEVEL3_CACHE_SIZE)
   long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (l3 > 0) return (size_t)l3 / 4 * 3;
@@ -242,9 +246,10 @@ static size_t accel_cpu_stream_threshold(void) {
   return SIZE_MAX;
 }
 
-// Creates a pool of `width` threads in all (helpers plus the caller).
+// Creates a pool of `width` threads in all (helpers plus the caller) whose
+// split copies stream from `stream_bytes`.
 static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
-                                            uint32_t width,
+                                            uint32_t width, size_t stream_bytes,
                                             accel_cpu_pool_t** out_pool) {
   accel_cpu_pool_t* pool =
       calloc(1, sizeof(*pool) + (size_t)(width - 1) * sizeof(pthread_t));
@@ -273,7 +278,7 @@ static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
     pool->helpers++;
   }
   pool->width = pool->helpers + 1;
-  pool->stream_bytes = accel_cpu_stream_threshold();
+  pool->stream_bytes = stream_bytes;
   *out_pool = pool;
   return ACCEL_OK;
 }
@@ -300,10 +305,8 @@ accel_status_t accel_cpu_pool_get(accel_cpu_plugin_t* plugin,
                           text, ACCEL_CPU_THREADS_MAX);
     } else {
       if (width == 0) width = accel_cpu_sysinfo_usable_cpus();
-      status = accel_cpu_pool_create(host, width, &pool);
-      if (status == ACCEL_OK && plugin->stream_bytes != 0) {
-        pool->stream_bytes = plugin->stream_bytes;
-      }
+      status = accel_cpu_pool_create(
+          host, width, accel_cpu_stream_threshold(plugin->stream_bytes), &pool);
       if (status == ACCEL_OK) {
         host->log(host, ACCEL_LOG_DEBUG, "thread pool of %u threads",
                   pool->width);
