@@ -41,7 +41,8 @@ static volatile sig_atomic_t conform_crash_length;
 
 // The running check for the watchdog: its name, and when it started
 // (seconds of conform_now(); 0 between checks). The name is written only
-// while `conform_check_since` is 0.
+// while `conform_check_since` is 0; the watchdog reports a name only if
+// `conform_check_since` is the same before and after it read it.
 static char conform_check_name[128];
 static _Atomic double conform_check_since;
 static double conform_check_limit;
@@ -88,6 +89,8 @@ static void* conform_watchdog(void* arg) {
                      "FAIL         %-28s  still running after %.0f s: a wait "
                      "inside the plugin that never returns? Stopping.\n",
                      conform_check_name, conform_check_limit);
+    // The check ended (and the next may be writing its name) meanwhile.
+    if (atomic_load(&conform_check_since) != since) continue;
     if (n > 0) {
       ssize_t ignored = write(STDOUT_FILENO, line, (size_t)n);
       (void)ignored;
