@@ -203,6 +203,14 @@ accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
 conform_result_t conform_fail_wait(conform_ctx_t* ctx, accel_status_t status,
                                    const char* what);
 
+// Checks a device-to-host read into a guarded host range: `host` holds
+// `guard`, then `size` bytes that must equal `want`, then `guard`. On a
+// mismatch writes "<what>: host byte N is X, expected Y" (N is -1 or
+// `size` for a guard) to the detail and returns false.
+bool conform_guarded_equal(conform_ctx_t* ctx, const unsigned char* host,
+                           const unsigned char* want, size_t size,
+                           unsigned char guard, const char* what);
+
 // Reads all of `buffer` and compares it with `expected` (`size` bytes, the
 // buffer's size). On a mismatch writes "<what>: byte N is X, expected Y"
 // (or the read's error) to the detail and returns false.

@@ -81,15 +81,9 @@ static conform_result_t conform_copy_h2d_d2h(conform_ctx_t* ctx,
       memset(dst, CONFORM_GUARD, size + 2);
       status = accel_buffer_read(sh.buffer, off, dst + 1, size);
       if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
-      for (size_t i = 0; i < size + 2; i++) {
-        unsigned char want =
-            i == 0 || i == size + 1 ? CONFORM_GUARD : src[i - 1];
-        if (dst[i] != want) {
-          return conform_report(ctx, CONFORM_FAIL,
-                                "d2h %zu bytes at offset %zu: host byte %zd "
-                                "is 0x%02x, expected 0x%02x",
-                                size, off, (ptrdiff_t)i - 1, dst[i], want);
-        }
+      snprintf(what, sizeof(what), "d2h %zu bytes at offset %zu", size, off);
+      if (!conform_guarded_equal(ctx, dst, src, size, CONFORM_GUARD, what)) {
+        return CONFORM_FAIL;
       }
     }
   }

@@ -42,9 +42,9 @@ static bool conform_large_fits(conform_ctx_t* ctx, uint64_t size, int count,
 
 // Sizes of copy.large: past a 4 MiB split and a cache-sized streaming
 // threshold, odd so no piece comes out whole.
+#define CONFORM_LARGE_MAX (((size_t)64 << 20) + 61)  // the largest size
 static const size_t conform_large_sizes[] = {((size_t)4 << 20) + 13,
-                                             ((size_t)64 << 20) + 61};
-#define CONFORM_LARGE_MAX (((size_t)64 << 20) + 61)
+                                             CONFORM_LARGE_MAX};
 #define CONFORM_LARGE_PAD 8192  // bytes around the copied ranges
 
 // One size of copy.large on buffers `a` and `c` (shadows `sa`, `sc`, of
@@ -87,19 +87,10 @@ static conform_result_t conform_large_once(conform_ctx_t* ctx,
     status = conform_stream_wait(ctx, stream);
     if (status != ACCEL_OK) return conform_fail_wait(ctx, status, what);
   }
-  if (got[0] != 0x5a || got[size + 1] != 0x5a) {
-    return conform_report(ctx, CONFORM_FAIL,
-                          "%s read of %zu bytes at offset 1 wrote outside "
-                          "its destination",
-                          how, size);
-  }
-  for (size_t i = 0; i < size; i++) {
-    if (got[i + 1] != sa[i + 1]) {
-      return conform_report(ctx, CONFORM_FAIL,
-                            "%s read of %zu bytes at offset 1: byte %zu is "
-                            "0x%02x, expected 0x%02x",
-                            how, size, i, got[i + 1], sa[i + 1]);
-    }
+  snprintf(what, sizeof(what), "%s read of %zu bytes at offset 1", how,
+           size);
+  if (!conform_guarded_equal(ctx, got, sa + 1, size, 0x5a, what)) {
+    return CONFORM_FAIL;
   }
   snprintf(what, sizeof(what), "%s write at 4093 of %zu bytes", how, size);
   if (!conform_verify(ctx, a, sa, n, what)) return CONFORM_FAIL;

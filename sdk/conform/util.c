@@ -303,6 +303,21 @@ void conform_rand_bytes(uint64_t* state, void* dst, size_t size) {
   }
 }
 
+bool conform_guarded_equal(conform_ctx_t* ctx, const unsigned char* host,
+                           const unsigned char* want, size_t size,
+                           unsigned char guard, const char* what) {
+  for (size_t i = 0; i < size + 2; i++) {
+    unsigned char w = i == 0 || i == size + 1 ? guard : want[i - 1];
+    if (host[i] != w) {
+      conform_report(ctx, CONFORM_FAIL,
+                     "%s: host byte %zd is 0x%02x, expected 0x%02x", what,
+                     (ptrdiff_t)i - 1, host[i], w);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool conform_verify(conform_ctx_t* ctx, accel_buffer_t* buffer,
                     const unsigned char* expected, size_t size,
                     const char* what) {
