@@ -199,9 +199,9 @@ static conform_result_t conform_object_rounds(conform_ctx_t* ctx,
   for (int i = 0; i < rounds; i++) {
     accel_status_t status = conform_object_round(ctx, d, keep, in, out);
     if (status != ACCEL_OK && ctx->hung) {
-      return conform_report(ctx, CONFORM_FAIL,
-                            "object round %d: did not complete within %g s", i,
-                            ctx->timeout_s);
+      char what[32];
+      snprintf(what, sizeof(what), "object round %d", i);
+      return conform_fail_wait(ctx, status, what);
     }
     if (status != ACCEL_OK) {
       return conform_report(ctx, CONFORM_FAIL, "object round %d: %s: %s", i,
@@ -302,7 +302,7 @@ static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
     return conform_report(ctx, CONFORM_FAIL,
                           "heap in use grew by %zu bytes over %d rounds of "
                           "%s loaded, a kernel launched, both released",
-                          heap - heap0, CONFORM_MODULE_ROUNDS, path);
+                          grown, CONFORM_MODULE_ROUNDS, path);
   }
   return conform_report(ctx, CONFORM_PASS, "%d rounds: heap %+zd bytes",
                         CONFORM_MODULE_ROUNDS, (ssize_t)(heap - heap0));
