@@ -109,6 +109,10 @@ typedef struct accel_cpu_plugin {
   char engines_error[ACCEL_CPU_MESSAGE_SIZE];  // why, `gemm_mutex`
   // Run slots of stream work while priorities are in use (schedule.c).
   struct accel_cpu_sched* sched;
+  // GEMM engine calls running on the engine's own threads (oneDNN, a
+  // threaded BLAS), which take every CPU: while it is not 0, no thread of
+  // this plugin spins (see ACCEL_CPU_SPIN_NS).
+  _Atomic uint32_t engine_threads;
 } accel_cpu_plugin_t;
 
 // Reads ACCEL_CPU_DEVICES and ACCEL_CPU_MEMORY_LIMIT into `plugin` unless
@@ -463,12 +467,34 @@ void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
 // on the development VM, more than a 1 MiB elementwise op, so work that
 // arrives back to back is taken without one. Short enough that an idle
 // process gives its CPUs back almost at once.
+//
+// No thread spins while a GEMM engine runs on its own threads
+// (accel_cpu_engine_enter): those threads take every CPU, and one more
+// runnable thread beside them cost oneDNN's AMX bf16 GEMM a third of its
+// speed at 1024^3 on a 16-core Xeon (a synchronising thread's 50 us spin
+// per GEMM; docs/performance.md), while a wake-up costs a GEMM little.
 #define ACCEL_CPU_SPIN_NS 50000ull
 
 // Spins (with a pause hint) while `*word` equals `value`, for at most
-// `budget_ns`. Returns true when the word changed, false on time out.
+// `budget_ns`, and not at all while `*quiet` (the plugin's
+// engine_threads) is not 0. Returns true when the word changed, false on
+// time out or when spinning stopped for `quiet`.
 bool accel_cpu_spin_while(const _Atomic uint64_t* word, uint64_t value,
-                          uint64_t budget_ns);
+                          uint64_t budget_ns, const _Atomic uint32_t* quiet);
+
+// Whether a thread may spin now: no GEMM engine runs on its own threads.
+static inline bool accel_cpu_may_spin(const _Atomic uint32_t* quiet) {
+  return atomic_load_explicit(quiet, memory_order_relaxed) == 0;
+}
+
+// Brackets a GEMM engine call that runs on the engine's own threads
+// (oneDNN, a threaded BLAS), during which no plugin thread spins.
+static inline void accel_cpu_engine_enter(accel_cpu_plugin_t* plugin) {
+  atomic_fetch_add_explicit(&plugin->engine_threads, 1, memory_order_relaxed);
+}
+static inline void accel_cpu_engine_leave(accel_cpu_plugin_t* plugin) {
+  atomic_fetch_sub_explicit(&plugin->engine_threads, 1, memory_order_relaxed);
+}
 
 // Parses ACCEL_CPU_THREADS for device properties without creating the pool:
 // the value when set and valid, otherwise the usable CPU count.

@@ -181,15 +181,17 @@ accel_status_t accel_cpu_event_synchronize(void* event_ptr) {
     // completes without a futex wake-up. ACCEL_EVENT_BLOCKING_SYNC
     // (cudaEventBlockingSync) sleeps at once instead, leaving the CPU to
     // the work.
+    const _Atomic uint32_t* quiet = &event->device->plugin->engine_threads;
     uint64_t start = accel_cpu_now_ns();
-    while (accel_cpu_event_is_pending(event, gen)) {
+    while (accel_cpu_event_is_pending(event, gen) &&
+           accel_cpu_may_spin(quiet)) {
       uint64_t spent = accel_cpu_now_ns() - start;
       if (spent >= ACCEL_CPU_SPIN_NS) break;
       uint64_t seen =
           atomic_load_explicit(&event->completions, memory_order_relaxed);
       pthread_mutex_unlock(&event->mutex);
       accel_cpu_spin_while(&event->completions, seen,
-                           ACCEL_CPU_SPIN_NS - spent);
+                           ACCEL_CPU_SPIN_NS - spent, quiet);
       pthread_mutex_lock(&event->mutex);
     }
   }

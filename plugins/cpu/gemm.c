@@ -83,12 +83,24 @@ static void accel_cpu_sgemm_tile(void* ctx, uint64_t index, uint32_t worker) {
                          (int)mm->ldc);
 }
 
-static accel_status_t accel_cpu_sgemm_run(accel_cpu_pool_t* pool,
+// One oneDNN matmul, on oneDNN's threads.
+static accel_status_t accel_cpu_onednn_run(accel_cpu_plugin_t* plugin,
+                                           const accel_cpu_onednn_t* onednn,
+                                           const accel_cpu_matmul_t* mm,
+                                           char* message, size_t size) {
+  accel_cpu_engine_enter(plugin);
+  accel_status_t status = accel_cpu_onednn_gemm(onednn, mm, message, size);
+  accel_cpu_engine_leave(plugin);
+  return status;
+}
+
+static accel_status_t accel_cpu_sgemm_run(accel_cpu_plugin_t* plugin,
+                                          accel_cpu_pool_t* pool,
                                           accel_cpu_sgemm_t* s, char* message,
                                           size_t size) {
   const accel_cpu_matmul_t* mm = &s->mm;
   if (s->engine->blas == NULL) {  // oneDNN: one f32 matmul, its threads
-    return accel_cpu_onednn_gemm(s->engine->onednn, mm, message, size);
+    return accel_cpu_onednn_run(plugin, s->engine->onednn, mm, message, size);
   }
   const accel_cpu_blas_t* blas = s->engine->blas;
   uint64_t width = accel_cpu_pool_width(pool);
@@ -105,7 +117,9 @@ static accel_status_t accel_cpu_sgemm_run(accel_cpu_pool_t* pool,
   }
   s->tiles = tiles;
   if (blas->threaded) {
+    accel_cpu_engine_enter(plugin);
     for (uint64_t i = 0; i < tiles; i++) accel_cpu_sgemm_tile(s, i, 0);
+    accel_cpu_engine_leave(plugin);
   } else {
     accel_cpu_pool_run(pool, tiles, accel_cpu_sgemm_tile, s);
   }
@@ -289,7 +303,7 @@ static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
                                   .ldb = rb.ldf,
                                   .c = c32,
                                   .ldc = ldc32}};
-    status = accel_cpu_sgemm_run(pool, &s, message, size);
+    status = accel_cpu_sgemm_run(plugin, pool, &s, message, size);
   }
   if (c_half && status == ACCEL_OK) {
     accel_cpu_rows_t r = {false, g->c_dtype, g->c, g->ldc, c32,
@@ -318,7 +332,7 @@ accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
           .beta = (float)g->beta, .a = g->a, .lda = g->lda, .b = g->b,
           .ldb = g->ldb, .c = g->c, .ldc = g->ldc};
       accel_status_t status =
-          accel_cpu_onednn_gemm(e->onednn, &mm, message, size);
+          accel_cpu_onednn_run(plugin, e->onednn, &mm, message, size);
       // No kernel for this mix (an f32 C): convert, as for a BLAS.
       if (status != ACCEL_ERROR_UNSUPPORTED) return status;
     }
@@ -346,7 +360,7 @@ accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
                                   .ldb = g->ldb,
                                   .c = g->c,
                                   .ldc = g->ldc}};
-    status = accel_cpu_sgemm_run(pool, &s, message, size);
+    status = accel_cpu_sgemm_run(plugin, pool, &s, message, size);
   }
   return status;
 }

@@ -56,6 +56,7 @@ struct accel_cpu_pool {
   // Bumped (under `mutex`) at every queued job and at stop, so that
   // spinning helpers see new work without the mutex.
   _Atomic uint64_t generation;
+  const _Atomic uint32_t* quiet;  // the plugin's engine_threads
   uint32_t width;    // helpers + 1 (the caller)
   uint32_t helpers;  // threads started
   size_t stream_bytes;  // copies from this size use non-temporal stores
@@ -90,9 +91,12 @@ static void accel_cpu_pool_dequeue(accel_cpu_pool_t* pool,
 }
 
 bool accel_cpu_spin_while(const _Atomic uint64_t* word, uint64_t value,
-                          uint64_t budget_ns) {
+                          uint64_t budget_ns, const _Atomic uint32_t* quiet) {
   uint64_t start = accel_cpu_now_ns();
   for (;;) {
+    if (!accel_cpu_may_spin(quiet)) {
+      return atomic_load_explicit(word, memory_order_acquire) != value;
+    }
     for (int i = 0; i < 64; i++) {
       if (atomic_load_explicit(word, memory_order_acquire) != value) {
         return true;
@@ -116,7 +120,7 @@ static void accel_cpu_pool_idle(accel_cpu_pool_t* pool) {
                                         memory_order_relaxed);
     pthread_mutex_unlock(&pool->mutex);
     bool woken = accel_cpu_spin_while(&pool->generation, gen,
-                                      ACCEL_CPU_SPIN_NS);
+                                      ACCEL_CPU_SPIN_NS, pool->quiet);
     pthread_mutex_lock(&pool->mutex);
     if (woken || pool->head != NULL || pool->stopping) continue;
     pool->sleeping++;
@@ -247,9 +251,11 @@ static size_t accel_cpu_stream_threshold(uint64_t configured) {
 }
 
 // Creates a pool of `width` threads in all (helpers plus the caller) whose
-// split copies stream from `stream_bytes`.
+// split copies stream from `stream_bytes` and whose idle helpers spin only
+// while `*quiet` is 0.
 static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
                                             uint32_t width, size_t stream_bytes,
+                                            const _Atomic uint32_t* quiet,
                                             accel_cpu_pool_t** out_pool) {
   accel_cpu_pool_t* pool =
       calloc(1, sizeof(*pool) + (size_t)(width - 1) * sizeof(pthread_t));
@@ -264,6 +270,7 @@ static accel_status_t accel_cpu_pool_create(const accel_host_t* host,
     return host->fail(host, ACCEL_ERROR_INTERNAL, "cpu: thread pool init");
   }
   pool->width = width;
+  pool->quiet = quiet;
   for (uint32_t i = 0; i + 1 < width; i++) {
     int rc =
         pthread_create(&pool->threads[i], NULL, accel_cpu_pool_helper, pool);
@@ -306,7 +313,8 @@ accel_status_t accel_cpu_pool_get(accel_cpu_plugin_t* plugin,
     } else {
       if (width == 0) width = accel_cpu_sysinfo_usable_cpus();
       status = accel_cpu_pool_create(
-          host, width, accel_cpu_stream_threshold(plugin->stream_bytes), &pool);
+          host, width, accel_cpu_stream_threshold(plugin->stream_bytes),
+          &plugin->engine_threads, &pool);
       if (status == ACCEL_OK) {
         host->log(host, ACCEL_LOG_DEBUG, "thread pool of %u threads",
                   pool->width);

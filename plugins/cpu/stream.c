@@ -262,8 +262,9 @@ static void* accel_cpu_stream_worker(void* arg) {
       uint64_t seen = stream->enqueued;
       if (!stream->inline_busy) {
         pthread_mutex_unlock(&stream->mutex);
-        bool woken = accel_cpu_spin_while(&stream->submitted, seen,
-                                          ACCEL_CPU_SPIN_NS);
+        bool woken =
+            accel_cpu_spin_while(&stream->submitted, seen, ACCEL_CPU_SPIN_NS,
+                                 &device->plugin->engine_threads);
         pthread_mutex_lock(&stream->mutex);
         if (woken) continue;
         if (stream->head != NULL || stream->stopping) continue;
@@ -400,12 +401,14 @@ accel_status_t accel_cpu_stream_synchronize(void* stream_ptr) {
   uint64_t target = stream->enqueued;
   if (stream->completed < target) {
     // Spin a little first: short work completes without a wake-up.
+    const _Atomic uint32_t* quiet = &stream->device->plugin->engine_threads;
     uint64_t seen = stream->completed;
     pthread_mutex_unlock(&stream->mutex);
     uint64_t start = accel_cpu_now_ns();
-    while (accel_cpu_now_ns() - start < ACCEL_CPU_SPIN_NS &&
-           seen < target) {
-      if (accel_cpu_spin_while(&stream->done, seen, ACCEL_CPU_SPIN_NS)) {
+    while (accel_cpu_now_ns() - start < ACCEL_CPU_SPIN_NS && seen < target &&
+           accel_cpu_may_spin(quiet)) {
+      if (accel_cpu_spin_while(&stream->done, seen, ACCEL_CPU_SPIN_NS,
+                               quiet)) {
         seen = atomic_load_explicit(&stream->done, memory_order_acquire);
       }
     }

@@ -10,7 +10,9 @@
 // run inline, and the sticky error and its message stay; work submitted
 // by another thread during inline work (a task, an event record) waits for
 // it; a busy stream, or one waiting on an unfinished event, refuses inline
-// work.
+// work. And spinning: no thread spins while a GEMM engine runs on its own
+// threads (engine_threads), neither accel_cpu_spin_while nor a thread
+// synchronising with such work.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include <time.h>
 
 #include "cpu.h"
+#include "engine.h"
 
 ACCEL_PLUGIN_EXPORT const accel_plugin_t* accel_plugin_entry(uint32_t host_abi);
 
@@ -299,6 +302,141 @@ TEST(busy_or_waiting_streams_refuse_inline_work) {
   ASSERT(done);
   accel_cpu_event_destroy(event);
   accel_cpu_stream_destroy(other);
+  fixture_deinit(&f);
+}
+
+// ---------------------------------------------------------------------------
+// Spinning while a GEMM engine runs on its own threads
+// ---------------------------------------------------------------------------
+
+static uint64_t thread_cpu_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t wall_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+TEST(spin_stops_while_an_engine_runs) {
+  _Atomic uint64_t word = 0;
+  _Atomic uint32_t quiet = 1;
+  // A second's budget, but an engine is running: back at once.
+  uint64_t start = wall_ns();
+  ASSERT(!accel_cpu_spin_while(&word, 0, 1000000000u, &quiet));
+  ASSERT(wall_ns() - start < 100000000u);
+  // Quiet: it spins the budget out (the word never changes).
+  atomic_store(&quiet, 0);
+  start = wall_ns();
+  ASSERT(!accel_cpu_spin_while(&word, 0, 20000000u, &quiet));
+  ASSERT(wall_ns() - start >= 20000000u);
+  // A word that changed is seen either way.
+  atomic_store(&word, 1);
+  ASSERT(accel_cpu_spin_while(&word, 0, 20000000u, &quiet));
+  atomic_store(&quiet, 1);
+  ASSERT(accel_cpu_spin_while(&word, 0, 20000000u, &quiet));
+}
+
+// A CALL task standing for a GEMM on an engine's own threads: 1 ms.
+static accel_status_t engine_call(accel_cpu_device_t* device, void* arg,
+                                  char* message, size_t size) {
+  (void)arg;
+  (void)message;
+  (void)size;
+  accel_cpu_engine_enter(device->plugin);
+  sleep_ms(1);
+  accel_cpu_engine_leave(device->plugin);
+  return ACCEL_OK;
+}
+
+// A thread that synchronises with engine work sleeps rather than spins: 200
+// waits for a 1 ms engine task cost it far less CPU than 200 spins of
+// ACCEL_CPU_SPIN_NS (10 ms) would.
+TEST(synchronize_sleeps_while_an_engine_runs) {
+  fixture_t f;
+  ASSERT_OK(fixture_init(&f));
+  enum { kRounds = 200 };
+  uint64_t cpu = 0;
+  for (int i = 0; i < kRounds; i++) {
+    accel_cpu_task_t* task = accel_cpu_task_create_call(engine_call, 0);
+    ASSERT(task != NULL);
+    accel_cpu_stream_submit(f.stream, task);
+    uint64_t start = thread_cpu_ns();
+    ASSERT_OK(accel_cpu_stream_synchronize(f.stream));
+    cpu += thread_cpu_ns() - start;
+  }
+  printf("  %d synchronizes: %.2f ms of the waiting thread's CPU time\n",
+         kRounds, (double)cpu / 1e6);
+  ASSERT(cpu < kRounds * ACCEL_CPU_SPIN_NS * 7 / 10);
+  fixture_deinit(&f);
+}
+
+// Runs GEMMs of `dtype` (n x n x n, on `f`'s stream) until the plugin's
+// engine_threads is seen raised while one runs, at most 50; whether it was.
+static bool engine_threads_seen(fixture_t* f, uint32_t dtype, uint64_t n) {
+  accel_cpu_plugin_t* plugin = f->device->plugin;
+  size_t elem = dtype == ACCEL_DTYPE_F32 ? 4 : 2, bytes = n * n * elem;
+  void* mem = NULL;
+  if (accel_cpu_mem_alloc(f->device, 3 * bytes, &mem) != ACCEL_OK) return false;
+  memset(mem, 0, 3 * bytes);
+  accel_plugin_gemm_t g;
+  memset(&g, 0, sizeof(g));
+  g.struct_size = sizeof(g);
+  g.a_dtype = g.b_dtype = g.c_dtype = dtype;
+  g.m = g.n = g.k = n;
+  g.alpha = 1.0;
+  g.a = g.b = g.c = mem;
+  g.b_offset = bytes;
+  g.c_offset = 2 * bytes;
+  g.lda = g.ldb = g.ldc = n;
+  bool seen = false;
+  for (int i = 0; i < 50 && !seen; i++) {
+    if (accel_cpu_op_gemm(f->device, f->stream, &g) != ACCEL_OK) break;
+    bool done = false;
+    while (!done && !seen) {
+      seen = atomic_load(&plugin->engine_threads) != 0;
+      if (accel_cpu_stream_query(f->stream, &done) != ACCEL_OK) break;
+    }
+    accel_cpu_stream_synchronize(f->stream);
+  }
+  accel_cpu_mem_free(f->device, mem);
+  return seen;
+}
+
+// The engines that run on their own threads raise engine_threads while
+// they run: oneDNN (f32 here) and a threaded BLAS (OpenBLAS's pthread
+// build, on bf16 converted to f32). Skips what is not installed.
+TEST(gemm_engines_raise_engine_threads) {
+  setenv("ACCEL_CPU_GEMM", "f32=onednn,bf16=openblas", 1);
+  fixture_t f;
+  ASSERT_OK(fixture_init(&f));
+  accel_cpu_pool_t* pool = NULL;
+  ASSERT_OK(accel_cpu_pool_get(f.device->plugin, &pool));
+  accel_plugin_gemm_t probe = {
+      .struct_size = sizeof(probe), .m = 256, .n = 256, .k = 256};
+  accel_cpu_gemm_engine_t onednn = {0}, openblas = {0};
+  probe.a_dtype = probe.b_dtype = probe.c_dtype = ACCEL_DTYPE_F32;
+  bool have_onednn = accel_cpu_gemm_engine_get(f.device->plugin, pool, &probe,
+                                               &onednn) == ACCEL_OK;
+  probe.a_dtype = probe.b_dtype = probe.c_dtype = ACCEL_DTYPE_BF16;
+  bool have_openblas = accel_cpu_gemm_engine_get(f.device->plugin, pool,
+                                                 &probe, &openblas) ==
+                           ACCEL_OK &&
+                       openblas.blas != NULL && openblas.blas->threaded;
+  if (!have_onednn && !have_openblas) {
+    unsetenv("ACCEL_CPU_GEMM");
+    fixture_deinit(&f);
+    SKIP("neither oneDNN nor a threaded OpenBLAS loads here");
+  }
+  if (have_onednn) ASSERT(engine_threads_seen(&f, ACCEL_DTYPE_F32, 256));
+  if (have_openblas) ASSERT(engine_threads_seen(&f, ACCEL_DTYPE_BF16, 256));
+  unsetenv("ACCEL_CPU_GEMM");
+  printf("  checked:%s%s\n", have_onednn ? " onednn" : "",
+         have_openblas ? " openblas (threaded)" : "");
+  ASSERT_EQ(atomic_load(&f.device->plugin->engine_threads), 0);
   fixture_deinit(&f);
 }
 
