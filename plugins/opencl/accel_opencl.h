@@ -282,6 +282,36 @@ accel_status_t accel_opencl_mem_view(accel_opencl_device_t* device,
                                      accel_opencl_mem_t* mem, uint64_t offset,
                                      cl_mem* out);
 
+// Fills reaching past this offset use no pattern narrower than 4 bytes on
+// the whole buffer (accel_opencl_fill).
+#define ACCEL_OPENCL_FILL_NARROW_END \
+  (((uint64_t)1 << 31) - ((uint64_t)1 << 20))
+
+// Enqueues on `queue` a fill of `size` bytes at `offset` of `mem` with
+// the `pattern_size`-byte `pattern` (1, 2 or 4; `offset` and `size` are
+// multiples of it), as clEnqueueFillBuffer does, in one to three commands;
+// when `out_event` is not NULL it receives the last one's event, which
+// completes after the others (`queue` is in order).
+//
+// NVIDIA's OpenCL (driver 580.159.04 on an H200) writes a fill with a
+// 1-byte pattern that starts at 4 GiB 4 GiB lower, and one that ends at
+// 4 GiB loses the context; 4- and 16-byte patterns and copies at 4 GiB
+// land right. So a fill that reaches past ACCEL_OPENCL_FILL_NARROW_END
+// with a narrower pattern fills its 4-byte-aligned middle with the pattern
+// repeated to 4 bytes and copies the fewer than 4 bytes before and after
+// it from a small buffer holding the pattern, on every device. The bound
+// sits below 2 GiB, where a driver with a signed 32-bit offset would go
+// wrong, and within the 2 GiB that PoCL allocates at most, so CI runs this
+// path. (A sub-buffer near the ends would do too, but on that driver
+// freeing a buffer whose kept sub-buffers had such fills crashed.)
+// Returns the status of the failing OpenCL call (through host->fail).
+// Thread-safe.
+accel_status_t accel_opencl_fill(accel_opencl_device_t* device,
+                                 cl_command_queue queue,
+                                 accel_opencl_mem_t* mem, uint64_t offset,
+                                 const void* pattern, size_t pattern_size,
+                                 uint64_t size, cl_event* out_event);
+
 // Memory entries of accel_device_ops_t; contracts in <accel/plugin.h>.
 accel_status_t accel_opencl_mem_alloc(void* device, size_t size,
                                       void** out_mem);

@@ -337,18 +337,83 @@ accel_status_t accel_opencl_copy_peer(void* device_ptr, void* stream_ptr,
                                size);
 }
 
+accel_status_t accel_opencl_fill(accel_opencl_device_t* device,
+                                 cl_command_queue queue,
+                                 accel_opencl_mem_t* mem, uint64_t offset,
+                                 const void* pattern, size_t pattern_size,
+                                 uint64_t size, cl_event* out_event) {
+  const accel_opencl_api_t* cl = device->cl;
+  uint64_t end = offset + size;
+  if (pattern_size >= 4 || end <= ACCEL_OPENCL_FILL_NARROW_END) {
+    cl_int err = cl->clEnqueueFillBuffer(queue, mem->mem, pattern,
+                                         pattern_size, offset, size, 0, NULL,
+                                         out_event);
+    return accel_opencl_check(device->host, err, "clEnqueueFillBuffer");
+  }
+  // `wide`: the pattern repeated to 4 bytes. Elements start at every
+  // 4-aligned byte (offset is a multiple of pattern_size, which divides 4),
+  // and the head and tail are under 4 bytes of whole elements, so each is
+  // the start of `wide` too.
+  unsigned char wide[4];
+  for (size_t i = 0; i < sizeof(wide); i++) {
+    wide[i] = ((const unsigned char*)pattern)[i % pattern_size];
+  }
+  uint64_t mid = (offset + 3) & ~(uint64_t)3;
+  uint64_t mid_end = end & ~(uint64_t)3;
+  if (mid > mid_end) mid = mid_end = end;  // under 4 bytes: a head only
+  // The head and tail are copied from a scratch buffer of the pattern (a
+  // buffer of their own, released once enqueued: the runtime keeps it for
+  // the copies), the middle is filled with the 4-byte pattern.
+  cl_int err = CL_SUCCESS;
+  const char* what = "clCreateBuffer (fill pattern)";
+  cl_mem scratch = cl->clCreateBuffer(device->context, CL_MEM_READ_WRITE,
+                                      sizeof(wide), NULL, &err);
+  if (err != CL_SUCCESS) return accel_opencl_check(device->host, err, what);
+  struct {
+    uint64_t dst, bytes;
+    bool fill;  // the middle; else a copy from scratch
+  } steps[3] = {{offset, mid - offset, false},
+                {mid, mid_end - mid, true},
+                {mid_end, end - mid_end, false}};
+  int last = 2;
+  while (last > 0 && steps[last].bytes == 0) last--;
+  what = "clEnqueueFillBuffer (fill pattern)";
+  err = cl->clEnqueueFillBuffer(queue, scratch, wide, sizeof(wide), 0,
+                                sizeof(wide), 0, NULL, NULL);
+  for (int i = 0; err == CL_SUCCESS && i <= last; i++) {
+    if (steps[i].bytes == 0) continue;
+    cl_event* event = i == last ? out_event : NULL;
+    if (steps[i].fill) {
+      what = "clEnqueueFillBuffer";
+      err = cl->clEnqueueFillBuffer(queue, mem->mem, wide, sizeof(wide),
+                                    steps[i].dst, steps[i].bytes, 0, NULL,
+                                    event);
+    } else {
+      what = "clEnqueueCopyBuffer (fill head or tail)";
+      err = cl->clEnqueueCopyBuffer(queue, scratch, mem->mem, 0,
+                                    steps[i].dst, steps[i].bytes, 0, NULL,
+                                    event);
+    }
+  }
+  cl->clReleaseMemObject(scratch);
+  return accel_opencl_check(device->host, err, what);
+}
+
 accel_status_t accel_opencl_memset(void* device_ptr, void* stream_ptr,
                                    void* dst, size_t offset, uint8_t value,
                                    size_t size) {
   accel_opencl_device_t* device = device_ptr;
   accel_opencl_stream_t* stream = stream_ptr;
   cl_event event = NULL;
-  cl_int err = device->cl->clEnqueueFillBuffer(
-      accel_opencl_queue(device, stream), ((accel_opencl_mem_t*)dst)->mem,
-      &value, 1, offset, size, 0, NULL, stream == NULL ? &event : NULL);
-  if (stream == NULL && err == CL_SUCCESS) {
-    err = device->cl->clWaitForEvents(1, &event);
-    device->cl->clReleaseEvent(event);
+  accel_status_t status = accel_opencl_fill(
+      device, accel_opencl_queue(device, stream), dst, offset, &value, 1, size,
+      stream == NULL ? &event : NULL);
+  if (status != ACCEL_OK) return status;
+  if (stream != NULL) {
+    return accel_opencl_stream_enqueued(stream, CL_SUCCESS, NULL,
+                                        "clEnqueueFillBuffer");
   }
-  return accel_opencl_done(device, stream, err, "clEnqueueFillBuffer");
+  cl_int err = device->cl->clWaitForEvents(1, &event);
+  device->cl->clReleaseEvent(event);
+  return accel_opencl_check(device->host, err, "clEnqueueFillBuffer");
 }

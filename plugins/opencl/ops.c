@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // The built-in portable ops (plugin.h, ABI 1.1) on OpenCL: fill through
-// clEnqueueFillBuffer with the element's bit pattern computed on the host
+// clEnqueueFillBuffer (accel_opencl_fill, memory.c) with the element's bit
+// pattern computed on the host
 // (the double rounded once to the dtype by <accel/plugin_dtype.h>, as the
 // CPU plugin does), the rest through the kernels of kernels/ops.cl.
 //
@@ -193,10 +194,11 @@ accel_status_t accel_opencl_op_fill(void* device, void* stream, void* dst,
                                           : accel_plugin_f64_to_bf16(value);
     memcpy(&pattern, &h, sizeof(h));  // little-endian host and device
   }
-  cl_int err = s->device->cl->clEnqueueFillBuffer(
-      s->queue, accel_opencl_cl_mem(dst), &pattern, size, dst_offset,
-      count * size, 0, NULL, NULL);
-  return accel_opencl_stream_enqueued(s, err, NULL, "op_fill");
+  accel_status_t status = accel_opencl_fill(s->device, s->queue, dst,
+                                            dst_offset, &pattern, size,
+                                            count * size, NULL);
+  if (status != ACCEL_OK) return status;
+  return accel_opencl_stream_enqueued(s, CL_SUCCESS, NULL, "op_fill");
 }
 
 accel_status_t accel_opencl_op_cast(void* device, void* stream, void* dst,

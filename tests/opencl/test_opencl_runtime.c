@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "accel_opencl.h"  // ACCEL_OPENCL_FILL_NARROW_END
 #include "opencl/test_opencl_plugin.h"
 #include "test.h"
 #include "test_host.h"
@@ -221,6 +222,101 @@ TEST(copies_and_memset) {
   fx.ops->stream_destroy(stream);
   fx.ops->mem_free(fx.device, a);
   fx.ops->mem_free(fx.device, b);
+  ocl_unload(&fx);
+}
+
+// Fills that reach past ACCEL_OPENCL_FILL_NARROW_END (2 GiB - 1 MiB): the
+// plugin fills them in pieces (a 4-byte pattern for the aligned middle,
+// the narrow pattern on a sub-buffer for the ends), since NVIDIA's driver
+// misplaces 1-byte fills that reach 4 GiB. Every byte of the top window
+// must hold what one fill after another put there, synchronous and on a
+// stream, for memset and for op_fill of 2- and 4-byte elements, with ends
+// at every alignment; and the bytes below the window stay untouched.
+// Needs a device that allocates one buffer of 2 GiB - 1 MiB + 192 KiB
+// (PoCL gives 2 GiB); skips elsewhere.
+TEST(fills_past_the_narrow_pattern_bound) {
+  ocl_fixture_t fx;
+  OPEN_OR_SKIP(fx, 0);
+  enum { W = 192 << 10 };  // the window checked, below the buffer's end
+  accel_plugin_device_props_t p;
+  memset(&p, 0, sizeof(p));
+  p.struct_size = sizeof(p);
+  OCL_ASSERT_OK(fx.ops->query_props(fx.device, &p));
+  uint64_t size = p.max_alloc_size < ((uint64_t)2 << 30)
+                      ? p.max_alloc_size
+                      : ((uint64_t)2 << 30);
+  uint64_t base = ACCEL_OPENCL_FILL_NARROW_END - (64 << 10);
+  if (size < base + W) {
+    printf("  SKIP: largest allocation %llu bytes\n",
+           (unsigned long long)p.max_alloc_size);
+    ocl_unload(&fx);
+    exit(77);
+  }
+  static unsigned char want[W], got[W], below[4096], below_got[4096];
+  void *mem = NULL, *stream = NULL;
+  OCL_ASSERT_OK(fx.ops->mem_alloc(fx.device, (size_t)base + W, &mem));
+  OCL_ASSERT_OK(fx.ops->stream_create(fx.device, 0, &stream));
+  pattern(want, W, 3);
+  pattern(below, sizeof(below), 4);
+  OCL_ASSERT_OK(fx.ops->copy_h2d(fx.device, NULL, mem, base, want, W));
+  OCL_ASSERT_OK(fx.ops->copy_h2d(fx.device, NULL, mem, base - sizeof(below),
+                                 below, sizeof(below)));
+  // {offset from base, bytes}: across the bound, wholly past it, odd
+  // starts and ends, under 4 bytes, and up to the buffer's end.
+  static const uint64_t kFills[][2] = {
+      {(64 << 10) - 5, 11},  {(64 << 10) - 4096 + 1, 8190},
+      {(64 << 10) + 1, 2},   {(64 << 10) + 7, 1},
+      {(96 << 10) + 3, 4097}, {(100 << 10), 4096},
+      {W - 4099, 4099},      {(64 << 10) - 2, 6},
+  };
+  for (size_t f = 0; f < sizeof(kFills) / sizeof(kFills[0]); f++) {
+    for (int s = 0; s < 2; s++) {
+      void* st = s ? stream : NULL;
+      uint64_t off = kFills[f][0], bytes = kFills[f][1];
+      uint8_t value = (uint8_t)(0x81 + 2 * f + (size_t)s);
+      OCL_ASSERT_OK(fx.ops->memset(fx.device, st, mem, (size_t)(base + off),
+                                   value, (size_t)bytes));
+      memset(want + off, value, (size_t)bytes);
+      if (st == NULL) continue;
+      // op_fill over the range's first half in f16 (2-byte elements) and
+      // its second half in i32 (4-byte), the elements that fit in each.
+      uint64_t half = off + bytes / 2;
+      uint64_t off2 = (off + 1) & ~(uint64_t)1;
+      uint64_t count2 = off2 < half ? (half - off2) / 2 : 0;
+      if (count2 > 0) {
+        OCL_ASSERT_OK(fx.ops->op_fill(fx.device, st, mem, base + off2,
+                                      ACCEL_DTYPE_F16, count2, 1.5));
+        for (uint64_t i = 0; i < count2; i++) {
+          want[off2 + 2 * i] = 0x00;  // 1.5 in f16 is 0x3e00
+          want[off2 + 2 * i + 1] = 0x3e;
+        }
+      }
+      uint64_t off4 = (half + 3) & ~(uint64_t)3;
+      uint64_t count4 = off4 < off + bytes ? (off + bytes - off4) / 4 : 0;
+      if (count4 > 0) {
+        OCL_ASSERT_OK(fx.ops->op_fill(fx.device, st, mem, base + off4,
+                                      ACCEL_DTYPE_I32, count4, -2.0));
+        memset(want + off4, 0xff, (size_t)(4 * count4));
+        for (uint64_t i = 0; i < count4; i++) want[off4 + 4 * i] = 0xfe;
+      }
+      OCL_ASSERT_OK(fx.ops->stream_synchronize(st));
+    }
+    OCL_ASSERT_OK(fx.ops->copy_d2h(fx.device, NULL, got, mem, base, W));
+    for (size_t i = 0; i < W; i++) {
+      if (got[i] != want[i]) {
+        TEST_FAIL_AT_("after fill %zu (offset %llu + %llu, %llu bytes): "
+                      "byte %zu is 0x%02x, expected 0x%02x",
+                      f, (unsigned long long)base,
+                      (unsigned long long)kFills[f][0],
+                      (unsigned long long)kFills[f][1], i, got[i], want[i]);
+      }
+    }
+  }
+  OCL_ASSERT_OK(fx.ops->copy_d2h(fx.device, NULL, below_got, mem,
+                                 base - sizeof(below), sizeof(below)));
+  ASSERT_MEM_EQ(below_got, below, sizeof(below));
+  fx.ops->stream_destroy(stream);
+  fx.ops->mem_free(fx.device, mem);
   ocl_unload(&fx);
 }
 
