@@ -32,7 +32,7 @@ struct accel_cpu_engines {
 };
 
 static const char* const accel_cpu_engine_names[ACCEL_CPU_ENGINE_COUNT] = {
-    "openblas", "blis", "blas", "onednn"};
+    "openblas", "blis", "blas", "onednn", "onednn-f32"};
 static const char* const accel_cpu_gemm_dtype_names[ACCEL_CPU_GEMM_DTYPES] = {
     "f32", "f16", "bf16"};
 
@@ -210,7 +210,9 @@ void accel_cpu_engines_destroy(accel_cpu_engines_t* e) {
 
 // Whether engine `id` is loaded.
 static bool accel_cpu_engine_loaded(const accel_cpu_engines_t* e, int id) {
-  if (id == ACCEL_CPU_ENGINE_ONEDNN) return e->onednn != NULL;
+  if (id == ACCEL_CPU_ENGINE_ONEDNN || id == ACCEL_CPU_ENGINE_ONEDNN_F32) {
+    return e->onednn != NULL;
+  }
   return id >= 0 && id < 3 && e->blas[id] != NULL;
 }
 
@@ -219,8 +221,11 @@ static void accel_cpu_engine_fill(const accel_cpu_engines_t* e, int id,
                                   int dt, accel_cpu_gemm_engine_t* out) {
   out->id = (accel_cpu_engine_id_t)id;
   out->blas = id < 3 ? e->blas[id] : NULL;
-  out->onednn = id == ACCEL_CPU_ENGINE_ONEDNN ? e->onednn : NULL;
-  out->native = out->onednn != NULL && dt > 0 &&
+  out->onednn = id == ACCEL_CPU_ENGINE_ONEDNN ||
+                        id == ACCEL_CPU_ENGINE_ONEDNN_F32
+                    ? e->onednn
+                    : NULL;
+  out->native = id == ACCEL_CPU_ENGINE_ONEDNN && dt > 0 &&
                 accel_cpu_onednn_native(out->onednn, dt == 1
                                                          ? ACCEL_DTYPE_F16
                                                          : ACCEL_DTYPE_BF16);
@@ -296,14 +301,23 @@ static int accel_cpu_engine_time_class(accel_cpu_plugin_t* plugin,
   // timed after it. libgomp's threads (oneDNN) spin for much less.
   static const int order[ACCEL_CPU_ENGINE_COUNT] = {
       ACCEL_CPU_ENGINE_BLIS, ACCEL_CPU_ENGINE_BLAS, ACCEL_CPU_ENGINE_ONEDNN,
-      ACCEL_CPU_ENGINE_OPENBLAS};
+      ACCEL_CPU_ENGINE_ONEDNN_F32, ACCEL_CPU_ENGINE_OPENBLAS};
   accel_cpu_gemm_engine_t candidates[ACCEL_CPU_ENGINE_COUNT];
   int count = 0;
+  bool native = false;  // oneDNN's own half kernel is a candidate
   for (int i = 0; i < (int)ACCEL_CPU_ENGINE_COUNT; i++) {
     if (!accel_cpu_engine_loaded(e, order[i])) continue;
     accel_cpu_engine_fill(e, order[i], dt, &candidates[count]);
-    // f16/bf16: the f32 winner converted, or oneDNN's own kernel.
-    if (dt > 0 && order[i] != f32 && !candidates[count].native) continue;
+    native = native || candidates[count].native;
+    // f16/bf16: the f32 winner converted, or oneDNN's own kernel. When
+    // oneDNN won f32, "onednn" is its own kernel if it has one and the
+    // conversion otherwise, so oneDNN-f32 is timed only beside the own
+    // kernel; f32 has no oneDNN-f32 of its own.
+    if (order[i] == ACCEL_CPU_ENGINE_ONEDNN_F32) {
+      if (dt == 0 || f32 != ACCEL_CPU_ENGINE_ONEDNN || !native) continue;
+    } else if (dt > 0 && order[i] != f32 && !candidates[count].native) {
+      continue;
+    }
     count++;
   }
   char field[32];

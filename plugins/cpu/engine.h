@@ -98,13 +98,18 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* onednn,
 // The engines a GEMM can run on. For f16/bf16 a BLAS engine means: A and
 // B converted to f32 in panels, then that library's sgemm; oneDNN means
 // its own f16/bf16 matmul where it has an optimised one (`native`), else
-// the conversion and its f32 matmul.
+// the conversion and its f32 matmul; oneDNN-f32 always means the
+// conversion and oneDNN's f32 matmul (for f32 it is oneDNN). Where oneDNN
+// has a native half kernel without AMX (AVX512-BF16 alone), its f32
+// matmul on converted data can be the faster of the two: 1.8x on a 2-vCPU
+// Emerald Rapids guest (docs/cpu-backend.md).
 typedef enum accel_cpu_engine_id {
-  ACCEL_CPU_ENGINE_OPENBLAS = 0,  // libopenblas.so.0
-  ACCEL_CPU_ENGINE_BLIS = 1,      // libblis.so.4
-  ACCEL_CPU_ENGINE_BLAS = 2,      // another ACCEL_CPU_BLAS library, or libblas.so.3
-  ACCEL_CPU_ENGINE_ONEDNN = 3,    // libdnnl.so.2
-  ACCEL_CPU_ENGINE_COUNT = 4,
+  ACCEL_CPU_ENGINE_OPENBLAS = 0,    // libopenblas.so.0
+  ACCEL_CPU_ENGINE_BLIS = 1,        // libblis.so.4
+  ACCEL_CPU_ENGINE_BLAS = 2,        // another ACCEL_CPU_BLAS library, or libblas.so.3
+  ACCEL_CPU_ENGINE_ONEDNN = 3,      // libdnnl.so.2
+  ACCEL_CPU_ENGINE_ONEDNN_F32 = 4,  // libdnnl.so.2's f32 matmul
+  ACCEL_CPU_ENGINE_COUNT = 5,
 } accel_cpu_engine_id_t;
 
 // Index of the dtypes GEMM takes in gemm_choice[]: 0 f32, 1 f16, 2 bf16.
@@ -124,7 +129,7 @@ typedef struct accel_cpu_gemm_engine {
   accel_cpu_engine_id_t id;
   bool native;                       // oneDNN multiplies f16/bf16 itself
   const accel_cpu_blas_t* blas;      // the library, for a BLAS engine
-  const accel_cpu_onednn_t* onednn;  // for ACCEL_CPU_ENGINE_ONEDNN
+  const accel_cpu_onednn_t* onednn;  // for ACCEL_CPU_ENGINE_ONEDNN(_F32)
 } accel_cpu_gemm_engine_t;
 
 // The engine for `gemm` (A and B f32, f16 or bf16; its size class from m,
@@ -157,7 +162,7 @@ void accel_cpu_engines_destroy(accel_cpu_engines_t* engines);
 void accel_cpu_gemm_features(accel_cpu_plugin_t* plugin, const char* cpu_name,
                              char* out, size_t size);
 
-// Name of engine `id` ("openblas", "blis", "blas", "onednn").
+// Name of engine `id` ("openblas", "blis", "blas", "onednn", "onednn-f32").
 const char* accel_cpu_engine_name(accel_cpu_engine_id_t id);
 
 // The engine id the `len` characters at `text` name, or -1.

@@ -429,6 +429,102 @@ TEST(forced_engines_show_and_bad_values_fail) {
   unsetenv("ACCEL_CPU_GEMM");
 }
 
+// One 32 x 32 x 32 GEMM of `dtype` on cpu:0 with A all 1 and B all 2, so
+// every element of C is exactly 64; returns its status (ACCEL_ERROR_INTERNAL
+// for a wrong element).
+static accel_status_t half_gemm(accel_dtype_t dtype) {
+  enum { N = 32 };
+  accel_device_t* device = NULL;
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* buf = NULL;
+  size_t bytes = N * N * 2;
+  accel_status_t s = accel_device_open("cpu:0", &device);
+  if (s == ACCEL_OK) s = accel_stream_create(device, 0, &stream);
+  if (s == ACCEL_OK) s = accel_buffer_create(device, 3 * bytes, &buf);
+  if (s == ACCEL_OK) s = accel_op_fill(stream, buf, 0, dtype, N * N, 1.0);
+  if (s == ACCEL_OK) s = accel_op_fill(stream, buf, bytes, dtype, N * N, 2.0);
+  accel_gemm_t g;
+  accel_gemm_init(&g);
+  g.a_dtype = g.b_dtype = g.c_dtype = dtype;
+  g.m = g.n = g.k = N, g.a = g.b = g.c = buf;
+  g.lda = g.ldb = g.ldc = N;
+  g.b_offset = bytes, g.c_offset = 2 * bytes;
+  if (s == ACCEL_OK) s = accel_op_gemm(stream, &g);
+  float c[N * N];
+  accel_buffer_t* c32 = NULL;
+  if (s == ACCEL_OK) s = accel_buffer_create(device, sizeof(c), &c32);
+  if (s == ACCEL_OK) {
+    s = accel_op_cast(stream, c32, 0, ACCEL_DTYPE_F32, buf, 2 * bytes, dtype,
+                      N * N);
+  }
+  if (s == ACCEL_OK) s = accel_stream_read_buffer(stream, c32, 0, c, sizeof(c));
+  if (s == ACCEL_OK) s = accel_stream_synchronize(stream);
+  for (size_t i = 0; s == ACCEL_OK && i < N * N; i++) {
+    if (c[i] != 64.0f) s = ACCEL_ERROR_INTERNAL;
+  }
+  accel_buffer_release(c32);
+  accel_buffer_release(buf);
+  accel_stream_release(stream);
+  accel_device_release(device);
+  accel_shutdown();
+  return s;
+}
+
+static char timing_line[512];
+
+// Keeps the bf16 small-class timing line of the log.
+static void keep_timing_line(accel_log_level_t level, const char* tag,
+                             const char* message, void* user_data) {
+  (void)level;
+  (void)tag;
+  (void)user_data;
+  if (strstr(message, "gemm-bf16@small timed") != NULL) {
+    snprintf(timing_line, sizeof(timing_line), "%s", message);
+  }
+}
+
+// onednn-f32 (f16/bf16 converted, then oneDNN's f32 matmul): forced, it
+// shows in the features and multiplies right; timed, it is a candidate
+// beside oneDNN's own bf16 kernel when oneDNN won f32. Where the CPU has
+// AVX512-BF16 or AMX (oneDNN has its own bf16 kernel there), the bf16
+// timing must list it.
+TEST(onednn_f32_route_for_half) {
+  common_env(false);
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  setenv("ACCEL_CPU_GEMM", "f32=onednn,f16=onednn-f32,bf16=onednn-f32", 1);
+  unlink(cache_file);
+  char f[512];
+  features(f, sizeof(f));
+  accel_shutdown();
+  printf("  features: %s\n", f);
+  ASSERT_STR_CONTAINS(f, "gemm-f16=onednn-f32 ");
+  ASSERT_STR_CONTAINS(f, "gemm-bf16=onednn-f32");
+  accel_status_t s = half_gemm(ACCEL_DTYPE_BF16);
+  if (s == ACCEL_ERROR_UNSUPPORTED) {
+    unsetenv("ACCEL_CPU_GEMM");
+    SKIP("oneDNN is not installed: %s", accel_last_error());
+  }
+  ASSERT_OK(s);
+  ASSERT_OK(half_gemm(ACCEL_DTYPE_F16));
+  // Timed, with oneDNN the f32 engine.
+  setenv("ACCEL_CPU_GEMM", "f32=onednn", 1);
+  setenv("ACCEL_CPU_GEMM_RETUNE", "1", 1);
+  timing_line[0] = '\0';
+  accel_log_set_callback(keep_timing_line, NULL);
+  ASSERT_OK(accel_log_set_level(ACCEL_LOG_INFO));
+  s = half_gemm(ACCEL_DTYPE_BF16);
+  accel_log_set_level(-1);
+  accel_log_set_callback(NULL, NULL);
+  unsetenv("ACCEL_CPU_GEMM");
+  unsetenv("ACCEL_CPU_GEMM_RETUNE");
+  ASSERT_OK(s);
+  printf("  %s\n", timing_line);
+  ASSERT_STR_CONTAINS(timing_line, "onednn");
+  if (strstr(f, "avx512_bf16") != NULL || strstr(f, "amx_bf16") != NULL) {
+    ASSERT_STR_CONTAINS(timing_line, "onednn-f32");
+  }
+}
+
 static atomic_bool spin_stop;
 
 static void* spin(void* arg) {

@@ -92,7 +92,7 @@ bool bench_measure(const bench_plan_t* plan, bench_variant_t a,
 // trial runs all of them, the order rotating from trial to trial (A B C,
 // B C A, C A B, ...). A variant whose `run` is NULL is left out (its
 // timing stays zeroed); `variants[0].run` must be set.
-#define BENCH_MAX_VARIANTS 4
+#define BENCH_MAX_VARIANTS 5  // accel and BENCH_CPU_GEMM_MAX engines
 bool bench_measure_n(const bench_plan_t* plan, size_t count,
                      const bench_variant_t* variants, bench_timing_t* out);
 
@@ -262,7 +262,8 @@ const char* bench_direct_error(void);
 // from, called directly.
 // ---------------------------------------------------------------------------
 
-#define BENCH_CPU_GEMM_MAX 3  // at most two BLAS libraries and oneDNN
+// At most two BLAS libraries and oneDNN, in the case's dtype and in f32.
+#define BENCH_CPU_GEMM_MAX 4
 
 typedef struct bench_cpu_gemm bench_cpu_gemm_t;
 typedef struct bench_cpu_op bench_cpu_op_t;
@@ -273,17 +274,19 @@ typedef struct bench_cpu_op bench_cpu_op_t;
 bench_cpu_gemm_t* bench_cpu_gemm_open(uint32_t width);
 void bench_cpu_gemm_close(bench_cpu_gemm_t* gemm);
 
-// Engines opened, their names ("openblas", "blis", "blas", "onednn"), and
-// those that could not be, with why ("" when none).
+// Engines opened, their names ("openblas", "blis", "blas", "onednn",
+// "onednn-f32"), and those that could not be, with why ("" when none).
 size_t bench_cpu_gemm_count(const bench_cpu_gemm_t* gemm);
 const char* bench_cpu_gemm_name(const bench_cpu_gemm_t* gemm, size_t i);
 const char* bench_cpu_gemm_missing(const bench_cpu_gemm_t* gemm);
 
 // Prepares engine `i` for n x n x n products of `dtype` with A and B
 // holding the f32 values `a` and `b` (kept by reference: valid until
-// bench_cpu_op_close). A BLAS multiplies the f32 values whatever `dtype`
-// (it has no half types); oneDNN multiplies in `dtype`. NULL with the
-// reason in `why` when the engine has no optimised kernel for `dtype`.
+// bench_cpu_op_close). A BLAS and "onednn-f32" multiply the f32 values
+// whatever `dtype` (as the plugin does after converting); "onednn"
+// multiplies in `dtype`. NULL with the reason in `why` when the engine has
+// no optimised kernel for `dtype`, and with an empty `why` for
+// "onednn-f32" on f32, which the "onednn" row already is.
 bench_cpu_op_t* bench_cpu_gemm_prepare(bench_cpu_gemm_t* gemm, size_t i,
                                        accel_dtype_t dtype, size_t n,
                                        const float* a, const float* b,

@@ -9,9 +9,11 @@
 // from (plugins/cpu/engine.c), each called directly (cpu_gemm.c) and
 // measured in the same interleaved trials as accel: cblas_sgemm of
 // OpenBLAS and of BLIS (f32 data whatever the dtype: they have no half
-// types, so for f16/bf16 the ratio is the conversion's cost) and oneDNN's
+// types, so for f16/bf16 the ratio is the conversion's cost), oneDNN's
 // matmul in the case's dtype (left out where it has only a reference
-// kernel, as for bf16 without AVX-512 BF16 or AMX). The note gives each
+// kernel, as for bf16 without AVX-512 BF16 or AMX) and, for f16/bf16,
+// oneDNN's f32 matmul on f32 data ("onednn-f32", the plugin's other
+// oneDNN route). The note gives each
 // engine's median and the engine the device features name. A warm-up
 // GEMM per dtype first lets the plugin time and choose its engine outside
 // the trials.
@@ -337,8 +339,10 @@ static bool bench_gemm_measure_cpu(bench_gemm_suite_t* s,
   for (size_t i = 0; ok && i < count; i++) {
     size_t used = strlen(note);
     if (ops[i] == NULL) {
-      snprintf(note + used, sizeof(note) - used, "; %s n/a", 
-               bench_cpu_gemm_name(s->cpu, i));
+      if (why[i][0] != '\0') {  // empty: the row does not apply to dtype
+        snprintf(note + used, sizeof(note) - used, "; %s n/a",
+                 bench_cpu_gemm_name(s->cpu, i));
+      }
       continue;
     }
     bench_gemm_to_gflops(&t[1 + i], g->n);
@@ -353,7 +357,9 @@ static bool bench_gemm_measure_cpu(bench_gemm_suite_t* s,
              bench_cpu_gemm_name(s->cpu, best - 1));
     size_t used = strlen(note);
     snprintf(note + used, sizeof(note) - used, " GFLOP/s%s",
-             c->dtype == ACCEL_DTYPE_F32 ? "" : "; BLAS on f32 data");
+             c->dtype == ACCEL_DTYPE_F32
+                 ? ""
+                 : "; BLAS and onednn-f32 on f32 data");
   }
   for (size_t i = 0; i < count; i++) {
     if (ops[i] == NULL && why[i][0] != '\0' && strstr(why[i], "oneDNN")) {
