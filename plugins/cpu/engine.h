@@ -101,7 +101,7 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* onednn,
 // the conversion and its f32 matmul; oneDNN-f32 always means the
 // conversion and oneDNN's f32 matmul (for f32 it is oneDNN). Where oneDNN
 // has a native half kernel without AMX (AVX512-BF16 alone), its f32
-// matmul on converted data can be the faster of the two: 1.8x on a 2-vCPU
+// matmul on converted data can be the faster of the two: 1.7x on a 2-vCPU
 // Emerald Rapids guest (docs/cpu-backend.md).
 typedef enum accel_cpu_engine_id {
   ACCEL_CPU_ENGINE_OPENBLAS = 0,    // libopenblas.so.0
