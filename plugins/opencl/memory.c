@@ -409,11 +409,10 @@ accel_status_t accel_opencl_memset(void* device_ptr, void* stream_ptr,
       device, accel_opencl_queue(device, stream), dst, offset, &value, 1, size,
       stream == NULL ? &event : NULL);
   if (status != ACCEL_OK) return status;
-  if (stream != NULL) {
-    return accel_opencl_stream_enqueued(stream, CL_SUCCESS, NULL,
-                                        "clEnqueueFillBuffer");
+  cl_int err = CL_SUCCESS;
+  if (stream == NULL) {
+    err = device->cl->clWaitForEvents(1, &event);
+    device->cl->clReleaseEvent(event);
   }
-  cl_int err = device->cl->clWaitForEvents(1, &event);
-  device->cl->clReleaseEvent(event);
-  return accel_opencl_check(device->host, err, "clEnqueueFillBuffer");
+  return accel_opencl_done(device, stream, err, "clEnqueueFillBuffer");
 }

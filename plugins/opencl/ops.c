@@ -2,9 +2,9 @@
 //
 // The built-in portable ops (plugin.h, ABI 1.1) on OpenCL: fill through
 // clEnqueueFillBuffer (accel_opencl_fill, memory.c) with the element's bit
-// pattern computed on the host
-// (the double rounded once to the dtype by <accel/plugin_dtype.h>, as the
-// CPU plugin does), the rest through the kernels of kernels/ops.cl.
+// pattern computed on the host (the double rounded once to the dtype by
+// <accel/plugin_dtype.h>, as the CPU plugin does), the rest through the
+// kernels of kernels/ops.cl.
 //
 // The built-in program (ops.cl with gemm.cl appended, embedded at build
 // time) is built at a device's first op, under the device mutex, through
