@@ -473,7 +473,9 @@ void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
 // runnable thread beside them cost oneDNN's AMX bf16 GEMM a third of its
 // speed at 1024^3 on a 16-core Xeon (a synchronising thread's 50 us spin
 // per GEMM; docs/performance.md), while a wake-up costs a GEMM little.
+#ifndef ACCEL_CPU_SPIN_NS  // tests/cpu's cpu_spin_internal sets it to 20 ms
 #define ACCEL_CPU_SPIN_NS 50000ull
+#endif
 
 // Spins (with a pause hint) while `*word` equals `value`, for at most
 // `budget_ns`, and not at all while `*quiet` (the plugin's
