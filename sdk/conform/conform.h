@@ -195,6 +195,9 @@ accel_status_t conform_event_sync(conform_ctx_t* ctx, accel_event_t* event);
 // check is marked hung and the helper abandoned).
 typedef struct conform_call conform_call_t;
 conform_call_t* conform_sync_start(bool is_event, void* handle);
+// Whether the helper of `call` has reached its synchronize call (it may
+// not be blocked inside it yet).
+bool conform_sync_entered(conform_call_t* call);
 accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
                                    double deadline);
 

@@ -3,6 +3,7 @@
 // Helpers shared by the checks: detail lines, tracked handles, bounded
 // waits and deterministic random numbers.
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,7 @@ accel_status_t conform_event_wait(conform_ctx_t* ctx, accel_event_t* event) {
 struct conform_call {
   pthread_mutex_t mutex;
   pthread_cond_t cond;
+  atomic_bool entered;  // the helper is about to call synchronize
   bool done;
   bool abandoned;
   accel_status_t status;
@@ -194,6 +196,7 @@ static void conform_call_free(conform_call_t* call) {
 
 static void* conform_call_main(void* arg) {
   conform_call_t* call = arg;
+  atomic_store(&call->entered, true);
   accel_status_t status = call->is_event
                               ? accel_event_synchronize(call->handle)
                               : accel_stream_synchronize(call->handle);
@@ -222,6 +225,10 @@ conform_call_t* conform_sync_start(bool is_event, void* handle) {
   }
   pthread_detach(thread);
   return call;
+}
+
+bool conform_sync_entered(conform_call_t* call) {
+  return atomic_load(&call->entered);
 }
 
 accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
