@@ -88,7 +88,9 @@ static void conform_random_input(uint64_t* rng, accel_dtype_t dtype,
   for (size_t i = 0; i < n; i++) {
     double v;
     if (dtype == ACCEL_DTYPE_I32) {
-      v = op == CONFORM_OP_CAST || op == CONFORM_OP_SUM
+      // Full range for sum too, so that its 64-bit total wraps when
+      // stored: a sum kept in 32 bits (saturating) or in float fails.
+      v = op == CONFORM_OP_CAST
               ? floor(conform_rand_range(rng, -1048576.0, 1048576.0))
               : (double)(int32_t)(uint32_t)conform_rand(rng);
     } else {
