@@ -89,6 +89,19 @@ static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
                           what, accel_status_string(first));
   }
   if (ctx->hung) return conform_fail_wait(ctx, status, "after the failure");
+  // A CPU-ABI kernel (flag 3) chose its status, ACCEL_ERROR_DEVICE_LOST,
+  // and cpu_kernel.h says the stream reports that status: one replaced by
+  // a generic code loses what the kernel said. (After a GPU trap the flag
+  // may not be readable; the status is then the plugin's to choose.)
+  int32_t marker = 0;
+  if (accel_buffer_read(flag, 0, &marker, sizeof(marker)) == ACCEL_OK &&
+      marker == 3 && first != ACCEL_ERROR_DEVICE_LOST) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the kernel failed through ctx->fail with "
+                          "ACCEL_ERROR_DEVICE_LOST, but stream_synchronize "
+                          "reported %s",
+                          accel_status_string(first));
+  }
   return conform_report(ctx, CONFORM_PASS, "sticky %s reached every query%s",
                         accel_status_string(first),
                         recorded ? "" : " (reported from the enqueue on)");

@@ -102,17 +102,19 @@ ACCEL_CPU_KERNEL(accel_conform_spin) {
            ms);
 }
 
-// args: int32_t* flag. Fails the launch through ctx->fail (ACCEL_ERROR_
-// BACKEND, 9) and sets *flag to 1; sets it to 2 when the plugin's kernel
-// context has no fail entry (a plugin built before it was appended).
+// args: int32_t* flag. Fails the launch through ctx->fail with
+// ACCEL_ERROR_DEVICE_LOST (8), which the stream must report as it is, and
+// sets *flag to 3 (the GPU versions set 1 and trap); sets it to 2 when the
+// plugin's kernel context has no fail entry (a plugin built before it was
+// appended).
 ACCEL_CPU_KERNEL(accel_conform_fail) {
   int32_t* flag = *(int32_t* const*)args[0];
   if (ctx->block_idx[0] != 0) return;
   if (ctx->struct_size >= offsetof(accel_cpu_kernel_ctx_t, fail_state) +
                              sizeof(void*) &&
       ctx->fail != NULL) {
-    *flag = 1;
-    ctx->fail(ctx, 9, "accel_conform_fail was asked to fail");
+    *flag = 3;
+    ctx->fail(ctx, 8, "accel_conform_fail was asked to fail");
   } else {
     *flag = 2;
   }
