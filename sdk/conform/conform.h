@@ -75,6 +75,8 @@ const conform_check_t* conform_copy_checks(size_t* out_count);
 const conform_check_t* conform_copy_large_checks(size_t* out_count);
 const conform_check_t* conform_stream_checks(size_t* out_count);
 const conform_check_t* conform_event_checks(size_t* out_count);
+// Every op enqueued behind busy work and queued writes (conform_order.c).
+const conform_check_t* conform_order_checks(size_t* out_count);
 const conform_check_t* conform_ops_checks(size_t* out_count);
 // Activations, bias-add, strided-batched GEMM (conform_ops_nn.c).
 const conform_check_t* conform_ops_nn_checks(size_t* out_count);

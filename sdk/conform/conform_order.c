@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+//
+// Stream order for every kind of work (order.*): each op is enqueued on a
+// stream still busy with heavy copies, behind asynchronous writes of new
+// values into its inputs and of a poison pattern over its output. In
+// stream order the op reads the new inputs and overwrites the poison. A
+// plugin that runs the op at once, when it is enqueued (a synchronous
+// library call on a path that forgot its stream), reads the stale inputs
+// written before, and the queued poison lands on its result afterwards:
+// either way the output is wrong.
+//
+// The queued writes cover whole 8 MiB operand buffers (the op uses the
+// first 4 KiB), so that no backend can run them at once as small copies:
+// a backend that runs small work on the caller's thread while its stream
+// is idle must not do so while big work is queued ahead of it.
+//
+// The check asks the stream whether it is still busy just before the op
+// is enqueued; when the device had already finished the copies, the try
+// proves nothing, and it is repeated with twice the copies (8 tries, then
+// SKIP naming the last amount). A wrong result fails whatever the timing.
+#include <stdio.h>
+#include <string.h>
+
+#include "conform.h"
+
+#define CONFORM_ORDER_N 1024u     // f32 elements per operand
+#define CONFORM_ORDER_SIDE 32u    // GEMM: 32 x 32 x 32
+#define CONFORM_ORDER_STALE 7.0   // every input before the queued writes
+#define CONFORM_ORDER_POISON 0xa5 // every output byte before the op
+#define CONFORM_ORDER_TRIES 8
+#define CONFORM_ORDER_BYTES ((size_t)8 << 20)  // each operand buffer
+
+typedef enum conform_order_op {
+  CONFORM_ORDER_MEMSET,
+  CONFORM_ORDER_COPY,
+  CONFORM_ORDER_FILL,
+  CONFORM_ORDER_CAST,
+  CONFORM_ORDER_SCALE,
+  CONFORM_ORDER_AXPY,
+  CONFORM_ORDER_ADD,
+  CONFORM_ORDER_MUL,
+  CONFORM_ORDER_SUM,
+  CONFORM_ORDER_GEMM,
+  CONFORM_ORDER_RELU,
+  CONFORM_ORDER_BIAS_ADD,
+  CONFORM_ORDER_LAUNCH,
+} conform_order_op_t;
+
+// The operands of one try: x and y are inputs, z the output (or, for the
+// in-place ops scale, axpy, bias-add and the kernel, an input too).
+typedef struct conform_order {
+  conform_order_op_t op;
+  accel_stream_t* stream;
+  accel_buffer_t* x;
+  accel_buffer_t* y;
+  accel_buffer_t* z;
+  accel_kernel_t* kernel;      // the add_one test kernel, for LAUNCH
+  float xs[CONFORM_ORDER_N];   // the new values of x, y and z
+  float ys[CONFORM_ORDER_N];
+  float zs[CONFORM_ORDER_N];
+  unsigned char want[CONFORM_ORDER_N * 4];
+  size_t out_bytes;            // bytes of z that the op defines
+  // What the queued writes put in x, y and z (CONFORM_ORDER_BYTES each):
+  // the new values first, then zeros; for z, poison unless the op reads
+  // it.
+  unsigned char* hx;
+  unsigned char* hy;
+  unsigned char* hz;
+} conform_order_t;
+
+// Whether the op reads z (it is then written with new values, not poison).
+static bool conform_order_in_place(conform_order_op_t op) {
+  return op == CONFORM_ORDER_SCALE || op == CONFORM_ORDER_AXPY ||
+         op == CONFORM_ORDER_BIAS_ADD || op == CONFORM_ORDER_LAUNCH;
+}
+
+// New input values (small integers, so every result below is exact in f32
+// whatever the order of its additions) and the expected output.
+static void conform_order_expect(conform_order_t* o) {
+  const size_t n = CONFORM_ORDER_N, s = CONFORM_ORDER_SIDE;
+  for (size_t i = 0; i < n; i++) {
+    o->xs[i] = (float)((int)(i % 7) - 3);
+    o->ys[i] = (float)((int)(i % 5) - 2);
+    o->zs[i] = (float)((int)(i % 11) - 5);
+  }
+  float* w = (float*)o->want;
+  o->out_bytes = n * sizeof(float);
+  switch (o->op) {
+    case CONFORM_ORDER_MEMSET:
+      memset(o->want, 0x3c, sizeof(o->want));
+      return;
+    case CONFORM_ORDER_COPY:
+      memcpy(w, o->xs, sizeof(o->xs));
+      return;
+    case CONFORM_ORDER_FILL:
+      for (size_t i = 0; i < n; i++) w[i] = 2.5f;
+      return;
+    case CONFORM_ORDER_CAST:  // f32 -> f16, exact for these values
+      o->out_bytes = n * 2;
+      for (size_t i = 0; i < n; i++) {
+        conform_store(o->want, ACCEL_DTYPE_F16, i, o->xs[i]);
+      }
+      return;
+    case CONFORM_ORDER_SCALE:
+      for (size_t i = 0; i < n; i++) w[i] = 3.0f * o->zs[i];
+      return;
+    case CONFORM_ORDER_AXPY:
+      for (size_t i = 0; i < n; i++) w[i] = 3.0f * o->xs[i] + o->zs[i];
+      return;
+    case CONFORM_ORDER_ADD:
+      for (size_t i = 0; i < n; i++) w[i] = o->xs[i] + o->ys[i];
+      return;
+    case CONFORM_ORDER_MUL:
+      for (size_t i = 0; i < n; i++) w[i] = o->xs[i] * o->ys[i];
+      return;
+    case CONFORM_ORDER_SUM: {
+      float sum = 0;
+      for (size_t i = 0; i < n; i++) sum += o->xs[i];
+      w[0] = sum;
+      o->out_bytes = sizeof(float);
+      return;
+    }
+    case CONFORM_ORDER_GEMM:
+      for (size_t i = 0; i < s; i++) {
+        for (size_t j = 0; j < s; j++) {
+          float acc = 0;
+          for (size_t p = 0; p < s; p++) acc += o->xs[i * s + p] * o->ys[p * s + j];
+          w[i * s + j] = acc;
+        }
+      }
+      return;
+    case CONFORM_ORDER_RELU:
+      for (size_t i = 0; i < n; i++) w[i] = o->xs[i] < 0 ? 0.0f : o->xs[i];
+      return;
+    case CONFORM_ORDER_BIAS_ADD:  // 32 rows of 32, bias = the first 32 of y
+      for (size_t i = 0; i < n; i++) w[i] = o->zs[i] + o->ys[i % s];
+      return;
+    case CONFORM_ORDER_LAUNCH: {  // add_one on int32: z holds i - 500
+      int32_t* iw = (int32_t*)o->want;
+      for (size_t i = 0; i < n; i++) iw[i] = (int32_t)i - 500 + 1;
+      return;
+    }
+  }
+}
+
+// Enqueues the op itself.
+static accel_status_t conform_order_enqueue(conform_ctx_t* ctx,
+                                            conform_order_t* o) {
+  const size_t n = CONFORM_ORDER_N, s = CONFORM_ORDER_SIDE;
+  accel_stream_t* st = o->stream;
+  switch (o->op) {
+    case CONFORM_ORDER_MEMSET:
+      return accel_stream_fill_buffer(st, o->z, 0, 0x3c, n * sizeof(float));
+    case CONFORM_ORDER_COPY:
+      return accel_stream_copy_buffer(st, o->z, 0, o->x, 0, n * sizeof(float));
+    case CONFORM_ORDER_FILL:
+      return accel_op_fill(st, o->z, 0, ACCEL_DTYPE_F32, n, 2.5);
+    case CONFORM_ORDER_CAST:
+      return accel_op_cast(st, o->z, 0, ACCEL_DTYPE_F16, o->x, 0,
+                           ACCEL_DTYPE_F32, n);
+    case CONFORM_ORDER_SCALE:
+      return accel_op_scale(st, o->z, 0, ACCEL_DTYPE_F32, n, 3.0);
+    case CONFORM_ORDER_AXPY:
+      return accel_op_axpy(st, o->z, 0, o->x, 0, ACCEL_DTYPE_F32, n, 3.0);
+    case CONFORM_ORDER_ADD:
+      return accel_op_add(st, o->z, 0, o->x, 0, o->y, 0, ACCEL_DTYPE_F32, n);
+    case CONFORM_ORDER_MUL:
+      return accel_op_mul(st, o->z, 0, o->x, 0, o->y, 0, ACCEL_DTYPE_F32, n);
+    case CONFORM_ORDER_SUM:
+      return accel_op_sum(st, o->z, 0, o->x, 0, ACCEL_DTYPE_F32, n);
+    case CONFORM_ORDER_GEMM: {
+      accel_gemm_t g;
+      accel_gemm_init(&g);
+      g.m = g.n = g.k = s;
+      g.a = o->x;
+      g.b = o->y;
+      g.c = o->z;
+      return accel_op_gemm(st, &g);
+    }
+    case CONFORM_ORDER_RELU:
+      return accel_op_activation(st, o->z, 0, o->x, 0, ACCEL_DTYPE_F32, n,
+                                 ACCEL_ACTIVATION_RELU);
+    case CONFORM_ORDER_BIAS_ADD:
+      return accel_op_bias_add(st, o->z, 0, o->y, 0, ACCEL_DTYPE_F32, s, s);
+    case CONFORM_ORDER_LAUNCH: {
+      accel_launch_config_t config;
+      accel_launch_config_init(&config);
+      uint32_t block = ctx->info.max_threads_per_block < 64
+                           ? ctx->info.max_threads_per_block
+                           : 64;
+      config.block[0] = block;
+      config.grid[0] = (uint32_t)((n + block - 1) / block);
+      uint32_t count = (uint32_t)n;
+      accel_kernel_arg_t args[2] = {
+          {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = o->z, .offset = 0},
+          {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(count),
+           .value = &count},
+      };
+      return accel_kernel_launch(o->kernel, st, &config, 2, args);
+    }
+  }
+  return ACCEL_ERROR_INVALID_ARGUMENT;
+}
+
+// One try with `rounds` of heavy copies: 0 when the op ran in order on a
+// stream that was still busy when it was enqueued (or FAIL/UNSUPPORTED
+// with the detail written, as `*result`), 1 when the stream had already
+// drained (inconclusive).
+static int conform_order_try(conform_ctx_t* ctx, conform_order_t* o,
+                             int rounds, conform_result_t* result) {
+  const size_t bytes = CONFORM_ORDER_N * sizeof(float);
+  unsigned char* stale = conform_alloc(ctx, bytes);
+  unsigned char* got = conform_alloc(ctx, bytes);
+  if (stale == NULL || got == NULL) {
+    *result = conform_report(ctx, CONFORM_FAIL, "out of host memory");
+    return 0;
+  }
+  for (size_t i = 0; i < CONFORM_ORDER_N; i++) {
+    if (o->op == CONFORM_ORDER_LAUNCH) {
+      ((int32_t*)stale)[i] = 7;
+    } else {
+      ((float*)stale)[i] = (float)CONFORM_ORDER_STALE;
+    }
+  }
+  accel_status_t status = accel_buffer_write(o->x, 0, stale, bytes);
+  if (status == ACCEL_OK) status = accel_buffer_write(o->y, 0, stale, bytes);
+  if (status == ACCEL_OK) status = accel_buffer_write(o->z, 0, stale, bytes);
+  if (status == ACCEL_OK) status = conform_heavy_work(ctx, o->stream, rounds);
+  unsigned char* const host[3] = {o->hx, o->hy, o->hz};
+  accel_buffer_t* const dev[3] = {o->x, o->y, o->z};
+  for (int i = 0; i < 3 && status == ACCEL_OK; i++) {
+    status = accel_stream_write_buffer(o->stream, dev[i], 0, host[i],
+                                       CONFORM_ORDER_BYTES);
+  }
+  bool done = false;
+  if (status == ACCEL_OK) status = accel_stream_query(o->stream, &done);
+  if (status != ACCEL_OK) {
+    *result = conform_fail_status(ctx, status, "setup");
+    return 0;
+  }
+  status = conform_order_enqueue(ctx, o);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    conform_stream_sync(ctx, o->stream);
+    *result = conform_report(ctx, CONFORM_UNSUPPORTED, "%s",
+                             accel_last_error());
+    return 0;
+  }
+  if (status != ACCEL_OK) {
+    *result = conform_fail_status(ctx, status, "enqueueing the op");
+    return 0;
+  }
+  status = conform_stream_sync(ctx, o->stream);
+  if (status != ACCEL_OK) {
+    *result = conform_fail_wait(ctx, status, "stream_synchronize");
+    return 0;
+  }
+  status = accel_buffer_read(o->z, 0, got, bytes);
+  if (status != ACCEL_OK) {
+    *result = conform_fail_status(ctx, status, "reading the output");
+    return 0;
+  }
+  for (size_t i = 0; i < o->out_bytes; i++) {
+    if (got[i] != o->want[i]) {
+      *result = conform_report(
+          ctx, CONFORM_FAIL,
+          "enqueued behind %d heavy copies and queued writes of its "
+          "operands: output byte %zu is 0x%02x, expected 0x%02x (%s; did "
+          "the op run when it was enqueued instead of in stream order?)",
+          rounds, i, got[i], o->want[i],
+          got[i] == CONFORM_ORDER_POISON ? "the poison queued before it"
+                                         : "computed from stale inputs?");
+      return 0;
+    }
+  }
+  if (done) return 1;
+  *result = conform_report(ctx, CONFORM_PASS,
+                           "in order behind %d heavy copies", rounds);
+  return 0;
+}
+
+static conform_result_t conform_order_check(conform_ctx_t* ctx,
+                                            const void* arg) {
+  conform_order_t* o = conform_alloc(ctx, sizeof(*o));
+  if (o == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  o->op = (conform_order_op_t)(uintptr_t)arg;
+  if (o->op == CONFORM_ORDER_LAUNCH) {
+    char path[1024] = "";
+    CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", o->kernel, path);
+  }
+  conform_order_expect(o);
+  const size_t bytes = CONFORM_ORDER_N * sizeof(float);
+  o->hx = conform_alloc(ctx, CONFORM_ORDER_BYTES);
+  o->hy = conform_alloc(ctx, CONFORM_ORDER_BYTES);
+  o->hz = conform_alloc(ctx, CONFORM_ORDER_BYTES);
+  if (o->hx == NULL || o->hy == NULL || o->hz == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
+  }
+  memcpy(o->hx, o->xs, bytes);
+  memcpy(o->hy, o->ys, bytes);
+  if (o->op == CONFORM_ORDER_LAUNCH) {  // int32 i - 500
+    for (size_t i = 0; i < CONFORM_ORDER_N; i++) {
+      ((int32_t*)o->hz)[i] = (int32_t)i - 500;
+    }
+  } else if (conform_order_in_place(o->op)) {
+    memcpy(o->hz, o->zs, bytes);
+  } else {
+    memset(o->hz, CONFORM_ORDER_POISON, CONFORM_ORDER_BYTES);
+  }
+  accel_status_t status = conform_stream(ctx, ctx->device, &o->stream);
+  accel_buffer_t** ops[3] = {&o->x, &o->y, &o->z};
+  for (int i = 0; i < 3 && status == ACCEL_OK; i++) {
+    status = conform_buffer(ctx, ctx->device, CONFORM_ORDER_BYTES, ops[i]);
+  }
+  if (status == ACCEL_ERROR_OUT_OF_DEVICE_MEMORY) {
+    return conform_report(ctx, CONFORM_SKIP,
+                          "three %zu-byte operands do not fit: %s",
+                          CONFORM_ORDER_BYTES, accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  int rounds = 4;
+  for (int t = 0; t < CONFORM_ORDER_TRIES; t++, rounds *= 2) {
+    conform_result_t result = CONFORM_PASS;
+    if (conform_order_try(ctx, o, rounds, &result) == 0) return result;
+  }
+  return conform_report(ctx, CONFORM_SKIP,
+                        "the stream had finished %d heavy copies before the "
+                        "op was enqueued: order not exercised",
+                        rounds / 2);
+}
+
+static const conform_check_t conform_orders[] = {
+    {"order.memset", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_MEMSET},
+    {"order.copy", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_COPY},
+    {"order.fill", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_FILL},
+    {"order.cast", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_CAST},
+    {"order.scale", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_SCALE},
+    {"order.axpy", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_AXPY},
+    {"order.add", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_ADD},
+    {"order.mul", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_MUL},
+    {"order.sum", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_SUM},
+    {"order.gemm", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_GEMM},
+    {"order.relu", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_RELU},
+    {"order.bias_add", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_BIAS_ADD},
+    {"order.launch", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_LAUNCH},
+};
+
+const conform_check_t* conform_order_checks(size_t* out_count) {
+  *out_count = sizeof(conform_orders) / sizeof(conform_orders[0]);
+  return conform_orders;
+}
