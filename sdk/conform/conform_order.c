@@ -328,7 +328,67 @@ static conform_result_t conform_order_check(conform_ctx_t* ctx,
                         rounds / 2);
 }
 
+// order.write: an asynchronous write from the host must not land before
+// the work queued ahead of it has read the buffer. A copy x -> z is queued
+// behind heavy copies, then a write of new bytes into x: z must get the
+// old bytes of x, and x the new ones.
+static conform_result_t conform_order_write(conform_ctx_t* ctx,
+                                            const void* arg) {
+  (void)arg;
+  const size_t n = CONFORM_ORDER_BYTES;
+  unsigned char* old = conform_alloc(ctx, n);
+  unsigned char* fresh = conform_alloc(ctx, n);
+  unsigned char* got = conform_alloc(ctx, n);
+  if (old == NULL || fresh == NULL || got == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
+  }
+  uint64_t rng = ctx->seed ^ 0x6f72646572ull;
+  conform_rand_bytes(&rng, old, n);
+  conform_rand_bytes(&rng, fresh, n);
+  accel_stream_t* stream = NULL;
+  accel_buffer_t* x = NULL;
+  accel_buffer_t* z = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n, &x);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n, &z);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  int rounds = 4;
+  for (int t = 0; t < CONFORM_ORDER_TRIES; t++, rounds *= 2) {
+    bool done = false;
+    status = accel_buffer_write(x, 0, old, n);
+    if (status == ACCEL_OK) status = accel_buffer_fill(z, 0, 0, n);
+    if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, rounds);
+    if (status == ACCEL_OK) status = accel_stream_query(stream, &done);
+    if (status == ACCEL_OK) {
+      status = accel_stream_copy_buffer(stream, z, 0, x, 0, n);
+    }
+    if (status == ACCEL_OK) {
+      status = accel_stream_write_buffer(stream, x, 0, fresh, n);
+    }
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+    status = conform_stream_sync(ctx, stream);
+    if (status != ACCEL_OK) {
+      return conform_fail_wait(ctx, status, "stream_synchronize");
+    }
+    if (!conform_verify(ctx, z, old, n,
+                        "the copy queued before the write (did the write "
+                        "land at once, before the copy read its buffer?)") ||
+        !conform_verify(ctx, x, fresh, n, "the written buffer")) {
+      return CONFORM_FAIL;
+    }
+    if (!done) {
+      return conform_report(ctx, CONFORM_PASS,
+                            "in order behind %d heavy copies", rounds);
+    }
+  }
+  return conform_report(ctx, CONFORM_SKIP,
+                        "the stream had finished %d heavy copies before the "
+                        "write was enqueued: order not exercised",
+                        rounds / 2);
+}
+
 static const conform_check_t conform_orders[] = {
+    {"order.write", conform_order_write, NULL},
     {"order.memset", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_MEMSET},
     {"order.copy", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_COPY},
     {"order.fill", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_FILL},
