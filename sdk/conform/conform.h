@@ -69,6 +69,8 @@ const conform_check_t* conform_check_get(size_t index);
 
 // Areas (conform_<area>.c). Each returns its table and count.
 const conform_check_t* conform_abi_checks(size_t* out_count);
+// The plugin given an older core's smaller structs (conform_abi_older.c).
+const conform_check_t* conform_abi_older_checks(size_t* out_count);
 const conform_check_t* conform_device_checks(size_t* out_count);
 const conform_check_t* conform_memory_checks(size_t* out_count);
 const conform_check_t* conform_copy_checks(size_t* out_count);

@@ -7,7 +7,7 @@
 typedef const conform_check_t* (*conform_area_fn_t)(size_t* out_count);
 
 static const conform_area_fn_t conform_areas[] = {
-    conform_abi_checks,  conform_device_checks, conform_memory_checks,
+    conform_abi_checks,  conform_abi_older_checks, conform_device_checks, conform_memory_checks,
     conform_copy_checks, conform_copy_large_checks, conform_stream_checks, conform_event_checks,
     conform_ops_checks,  conform_ops_nn_checks, conform_kernel_checks,
     conform_launch_checks,  conform_order_checks,

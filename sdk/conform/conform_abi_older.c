@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+//
+// The plugin under an older core (abi.older_core_*): a core built with an
+// earlier <accel/plugin.h> passes the structs it knows, smaller than the
+// plugin's, with their own `struct_size`. A plugin must write and read
+// only the fields that fit (ACCEL_PLUGIN_HAS_FIELD). Through the plugin's
+// own table (conform_direct_t), each struct is placed so that it ends
+// where an inaccessible page begins: a plugin that writes or reads past
+// `struct_size` faults (accel-conform reports the signal and the check),
+// and the few bytes of padding before the page must keep their canary.
+//   abi.older_core_props  query_props with the ABI 1.0 and 1.1 sizes
+//   abi.older_core_gemm   op_gemm with the ABI 1.1 size (no workspace
+//                         fields): a 2 x 3 x 4 product must come out right
+#define _DEFAULT_SOURCE  // MAP_ANONYMOUS
+#include <accel/plugin.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "conform.h"
+
+#define CONFORM_CANARY 0xcd
+
+// `size` bytes (rounded up to 8, the rest canary) that end where a
+// PROT_NONE page begins, with `struct_size` set to `size`; false when
+// mapping fails. Free with conform_guarded_free().
+typedef struct conform_guarded {
+  unsigned char* map;
+  size_t map_size;
+  unsigned char* at;  // the struct
+  size_t size;        // its size as the older core knows it
+  size_t room;        // size rounded up to 8
+} conform_guarded_t;
+
+static bool conform_guarded_alloc(conform_guarded_t* g, size_t size) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  g->size = size;
+  g->room = (size + 7) & ~(size_t)7;
+  size_t data_pages = (g->room + page - 1) / page;
+  g->map_size = (data_pages + 1) * page;
+  void* map = mmap(NULL, g->map_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) return false;
+  g->map = map;
+  unsigned char* guard = g->map + data_pages * page;
+  if (mprotect(guard, page, PROT_NONE) != 0) {
+    munmap(map, g->map_size);
+    return false;
+  }
+  g->at = guard - g->room;
+  memset(g->at, 0, g->room);
+  memset(g->at + size, CONFORM_CANARY, g->room - size);
+  memcpy(g->at, &(uint32_t){(uint32_t)size}, sizeof(uint32_t));
+  return true;
+}
+
+// Whether the padding between the struct and the guard page kept its
+// canary.
+static bool conform_guarded_intact(const conform_guarded_t* g) {
+  for (size_t i = g->size; i < g->room; i++) {
+    if (g->at[i] != CONFORM_CANARY) return false;
+  }
+  return true;
+}
+
+static void conform_guarded_free(conform_guarded_t* g) {
+  if (g->map != NULL) munmap(g->map, g->map_size);
+  g->map = NULL;
+}
+
+static conform_result_t conform_older_props(conform_ctx_t* ctx,
+                                            const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  static const struct {
+    const char* abi;
+    size_t size;
+  } sizes[] = {
+      {"1.0", offsetof(accel_plugin_device_props_t, module_target)},
+      {"1.1", offsetof(accel_plugin_device_props_t, max_alloc_size)},
+  };
+  conform_result_t result = CONFORM_PASS;
+  for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+    conform_guarded_t g = {0};
+    if (!conform_guarded_alloc(&g, sizes[i].size)) {
+      result = conform_report(ctx, CONFORM_FAIL, "cannot map a guard page");
+      break;
+    }
+    accel_plugin_device_props_t* props = (accel_plugin_device_props_t*)g.at;
+    accel_status_t status = d.ops->query_props(d.device, props);
+    bool named = memchr(props->name, '\0', sizeof(props->name)) != NULL &&
+                 props->name[0] != '\0';
+    bool intact = conform_guarded_intact(&g);
+    conform_guarded_free(&g);
+    if (status != ACCEL_OK || !named || !intact) {
+      result = conform_report(
+          ctx, CONFORM_FAIL,
+          "query_props with an ABI %s core's struct_size %zu: %s%s%s",
+          sizes[i].abi, sizes[i].size,
+          status != ACCEL_OK ? accel_status_string(status) : "",
+          status == ACCEL_OK && !named ? "no name written" : "",
+          status == ACCEL_OK && named && !intact
+              ? "wrote past struct_size (use ACCEL_PLUGIN_HAS_FIELD)"
+              : "");
+      break;
+    }
+  }
+  conform_direct_close(&d);
+  if (result == CONFORM_PASS) {
+    result = conform_report(ctx, CONFORM_PASS,
+                            "ABI 1.0 and 1.1 sizes: nothing written past them");
+  }
+  return result;
+}
+
+// C (2 x 4) = A (2 x 3) B (3 x 4), row-major f32, through op_gemm given an
+// ABI 1.1 core's struct.
+static conform_result_t conform_older_gemm(conform_ctx_t* ctx,
+                                           const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  if (!ACCEL_PLUGIN_HAS_FIELD(d.ops, accel_device_ops_t, op_gemm) ||
+      d.ops->op_gemm == NULL) {
+    conform_direct_close(&d);
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no op_gemm entry");
+  }
+  static const float a[6] = {1, 2, 3, 4, 5, 6};
+  static const float b[12] = {1, 0, 2, -1, 0, 1, 1, 2, 3, -2, 0, 1};
+  float want[8], c[8];
+  for (int i = 0; i < 2; i++) {
+    for (int j = 0; j < 4; j++) {
+      float acc = 0;
+      for (int p = 0; p < 3; p++) acc += a[i * 3 + p] * b[p * 4 + j];
+      want[i * 4 + j] = acc;
+    }
+  }
+  void* mem[3] = {NULL, NULL, NULL};
+  void* stream = NULL;
+  conform_guarded_t g = {0};
+  const char* what = "setup";
+  accel_status_t status = ACCEL_OK;
+  static const size_t sizes[3] = {sizeof(a), sizeof(b), sizeof(c)};
+  for (int i = 0; i < 3 && status == ACCEL_OK; i++) {
+    status = d.ops->mem_alloc(d.device, sizes[i], &mem[i]);
+  }
+  if (status == ACCEL_OK) {
+    status = d.ops->copy_h2d(d.device, NULL, mem[0], 0, a, sizeof(a));
+  }
+  if (status == ACCEL_OK) {
+    status = d.ops->copy_h2d(d.device, NULL, mem[1], 0, b, sizeof(b));
+  }
+  if (status == ACCEL_OK) status = d.ops->stream_create(d.device, 0, &stream);
+  if (status == ACCEL_OK &&
+      !conform_guarded_alloc(&g, offsetof(accel_plugin_gemm_t, workspace))) {
+    status = ACCEL_ERROR_OUT_OF_MEMORY;
+  }
+  if (status == ACCEL_OK) {
+    accel_plugin_gemm_t* gemm = (accel_plugin_gemm_t*)g.at;
+    gemm->a_dtype = gemm->b_dtype = gemm->c_dtype = ACCEL_DTYPE_F32;
+    gemm->m = 2, gemm->n = 4, gemm->k = 3;
+    gemm->alpha = 1.0, gemm->beta = 0.0;
+    gemm->a = mem[0], gemm->lda = 3;
+    gemm->b = mem[1], gemm->ldb = 4;
+    gemm->c = mem[2], gemm->ldc = 4;
+    what = "op_gemm";
+    status = d.ops->op_gemm(d.device, stream, gemm);
+  }
+  if (status == ACCEL_OK) {
+    what = "stream_synchronize";
+    status = d.ops->stream_synchronize(stream);
+  }
+  if (status == ACCEL_OK) {
+    what = "copy_d2h";
+    status = d.ops->copy_d2h(d.device, NULL, c, mem[2], 0, sizeof(c));
+  }
+  bool intact = g.map == NULL || conform_guarded_intact(&g);
+  conform_result_t result;
+  if (status == ACCEL_ERROR_UNSUPPORTED && strcmp(what, "op_gemm") == 0) {
+    result = conform_report(ctx, CONFORM_UNSUPPORTED, "op_gemm: %s",
+                            conform_direct_message());
+  } else if (status != ACCEL_OK) {
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "%s with an ABI 1.1 core's gemm struct: %s: %s",
+                            what, accel_status_string(status),
+                            conform_direct_message());
+  } else if (!intact) {
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "op_gemm wrote past an ABI 1.1 core's struct_size");
+  } else if (memcmp(c, want, sizeof(c)) != 0) {
+    int bad = 0;
+    while (bad < 7 && c[bad] == want[bad]) bad++;
+    result = conform_report(ctx, CONFORM_FAIL,
+                            "op_gemm with an ABI 1.1 core's struct: C[%d] is "
+                            "%g, expected %g",
+                            bad, (double)c[bad], (double)want[bad]);
+  } else {
+    result = conform_report(ctx, CONFORM_PASS,
+                            "ABI 1.1 struct (%zu bytes, no workspace fields): "
+                            "nothing read past it, product right",
+                            (size_t)offsetof(accel_plugin_gemm_t, workspace));
+  }
+  if (stream != NULL) d.ops->stream_destroy(stream);
+  for (int i = 0; i < 3; i++) {
+    if (mem[i] != NULL) d.ops->mem_free(d.device, mem[i]);
+  }
+  conform_guarded_free(&g);
+  conform_direct_close(&d);
+  return result;
+}
+
+static const conform_check_t conform_abi_older[] = {
+    {"abi.older_core_props", conform_older_props, NULL},
+    {"abi.older_core_gemm", conform_older_gemm, NULL},
+};
+
+const conform_check_t* conform_abi_older_checks(size_t* out_count) {
+  *out_count = sizeof(conform_abi_older) / sizeof(conform_abi_older[0]);
+  return conform_abi_older;
+}
