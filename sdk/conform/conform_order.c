@@ -278,34 +278,9 @@ static int conform_order_try(conform_ctx_t* ctx, conform_order_t* o,
   return 0;
 }
 
-static conform_result_t conform_order_check(conform_ctx_t* ctx,
-                                            const void* arg) {
-  conform_order_t* o = conform_alloc(ctx, sizeof(*o));
-  if (o == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
-  o->op = (conform_order_op_t)(uintptr_t)arg;
-  if (o->op == CONFORM_ORDER_LAUNCH) {
-    char path[1024] = "";
-    CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", o->kernel, path);
-  }
-  conform_order_expect(o);
-  const size_t bytes = CONFORM_ORDER_N * sizeof(float);
-  o->hx = conform_alloc(ctx, CONFORM_ORDER_BYTES);
-  o->hy = conform_alloc(ctx, CONFORM_ORDER_BYTES);
-  o->hz = conform_alloc(ctx, CONFORM_ORDER_BYTES);
-  if (o->hx == NULL || o->hy == NULL || o->hz == NULL) {
-    return conform_report(ctx, CONFORM_FAIL, "out of host memory");
-  }
-  memcpy(o->hx, o->xs, bytes);
-  memcpy(o->hy, o->ys, bytes);
-  if (o->op == CONFORM_ORDER_LAUNCH) {  // int32 i - 500
-    for (size_t i = 0; i < CONFORM_ORDER_N; i++) {
-      ((int32_t*)o->hz)[i] = (int32_t)i - 500;
-    }
-  } else if (conform_order_in_place(o->op)) {
-    memcpy(o->hz, o->zs, bytes);
-  } else {
-    memset(o->hz, CONFORM_ORDER_POISON, CONFORM_ORDER_BYTES);
-  }
+// The tries of one op, on `o` with its host sides ready.
+static conform_result_t conform_order_run(conform_ctx_t* ctx,
+                                          conform_order_t* o) {
   accel_status_t status = conform_stream(ctx, ctx->device, &o->stream);
   accel_buffer_t** ops[3] = {&o->x, &o->y, &o->z};
   for (int i = 0; i < 3 && status == ACCEL_OK; i++) {
@@ -326,6 +301,58 @@ static conform_result_t conform_order_check(conform_ctx_t* ctx,
                         "the stream had finished %d heavy copies before the "
                         "op was enqueued: order not exercised",
                         rounds / 2);
+}
+
+static conform_result_t conform_order_check(conform_ctx_t* ctx,
+                                            const void* arg) {
+  conform_order_t* o = conform_alloc(ctx, sizeof(*o));
+  if (o == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  o->op = (conform_order_op_t)(uintptr_t)arg;
+  if (o->op == CONFORM_ORDER_LAUNCH) {
+    char path[1024] = "";
+    CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", o->kernel, path);
+  }
+  conform_order_expect(o);
+  // The host sides from accel_host_alloc() where the device has pinned
+  // memory: a GPU backend may stage a pageable write synchronously, after
+  // the work ahead of it, and the stream would have drained before the op
+  // is enqueued.
+  unsigned char** hosts[3] = {&o->hx, &o->hy, &o->hz};
+  bool pinned[3] = {false, false, false};
+  for (int i = 0; i < 3; i++) {
+    pinned[i] = accel_host_alloc(ctx->device, CONFORM_ORDER_BYTES,
+                                 (void**)hosts[i]) == ACCEL_OK;
+    if (!pinned[i]) *hosts[i] = conform_alloc(ctx, CONFORM_ORDER_BYTES);
+  }
+  conform_result_t result;
+  if (o->hx == NULL || o->hy == NULL || o->hz == NULL) {
+    result = conform_report(ctx, CONFORM_FAIL, "out of host memory");
+  } else {
+    const size_t bytes = CONFORM_ORDER_N * sizeof(float);
+    memset(o->hx, 0, CONFORM_ORDER_BYTES);
+    memset(o->hy, 0, CONFORM_ORDER_BYTES);
+    memcpy(o->hx, o->xs, bytes);
+    memcpy(o->hy, o->ys, bytes);
+    if (o->op == CONFORM_ORDER_LAUNCH) {  // int32 i - 500
+      memset(o->hz, 0, CONFORM_ORDER_BYTES);
+      for (size_t i = 0; i < CONFORM_ORDER_N; i++) {
+        ((int32_t*)o->hz)[i] = (int32_t)i - 500;
+      }
+    } else if (conform_order_in_place(o->op)) {
+      memset(o->hz, 0, CONFORM_ORDER_BYTES);
+      memcpy(o->hz, o->zs, bytes);
+    } else {
+      memset(o->hz, CONFORM_ORDER_POISON, CONFORM_ORDER_BYTES);
+    }
+    result = conform_order_run(ctx, o);
+  }
+  // A failed try may have left the writes queued: drain the stream first
+  // (bounded), and leak the memory if that hangs.
+  if (o->stream != NULL && !ctx->hung) (void)conform_stream_sync(ctx, o->stream);
+  for (int i = 0; i < 3 && !ctx->hung; i++) {
+    if (pinned[i]) accel_host_free(ctx->device, *hosts[i]);
+  }
+  return result;
 }
 
 // order.write: an asynchronous write from the host must not land before
