@@ -109,6 +109,13 @@ accel_status_t conform_kernel_get(conform_ctx_t* ctx, const char* name,
                                   accel_kernel_t** out_kernel, char* path,
                                   size_t path_size);
 
+// Enqueues accel_conform_add_one on `stream` over the first `n` int32 of
+// `buffer`, in blocks of 64 threads (fewer where the device's blocks are
+// smaller). Returns the launch status.
+accel_status_t conform_launch_add_one(conform_ctx_t* ctx, accel_kernel_t* kernel,
+                                      accel_stream_t* stream,
+                                      accel_buffer_t* buffer, uint32_t n);
+
 // The result for a conform_kernel_get() failure: UNSUPPORTED without the
 // kernels capability, SKIP without a module or that kernel, else FAIL.
 conform_result_t conform_kernel_missing(conform_ctx_t* ctx,

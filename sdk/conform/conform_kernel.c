@@ -21,6 +21,23 @@
 
 #define CONFORM_KERNEL_NAME "accel_conform_add_one"
 
+accel_status_t conform_launch_add_one(conform_ctx_t* ctx, accel_kernel_t* kernel,
+                                      accel_stream_t* stream,
+                                      accel_buffer_t* buffer, uint32_t n) {
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  uint32_t block = ctx->info.max_threads_per_block < 64
+                       ? ctx->info.max_threads_per_block
+                       : 64;
+  config.block[0] = block;
+  config.grid[0] = (n + block - 1) / block;
+  accel_kernel_arg_t args[2] = {
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer, .offset = 0},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
+  };
+  return accel_kernel_launch(kernel, stream, &config, 2, args);
+}
+
 // Tries every file in the kernel directory whose name starts with
 // `prefix` and keeps the first module the device accepts.
 static accel_status_t conform_kernel_try(conform_ctx_t* ctx, const char* prefix,
@@ -161,19 +178,7 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
     status = accel_buffer_write(buffer, 0, data, sizeof(data));
   if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &stream);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  uint32_t block = ctx->info.max_threads_per_block < 64
-                       ? ctx->info.max_threads_per_block
-                       : 64;
-  config.block[0] = block;
-  config.grid[0] = (N - 3 + block - 1) / block;
-  uint32_t n = N - 3;
-  accel_kernel_arg_t args[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer, .offset = 0},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-  };
-  status = accel_kernel_launch(kernel, stream, &config, 2, args);
+  status = conform_launch_add_one(ctx, kernel, stream, buffer, N - 3);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "launch");
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "launch");
@@ -181,8 +186,12 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
                       "kernel result")) {
     return CONFORM_FAIL;
   }
+  uint32_t block = ctx->info.max_threads_per_block < 64
+                       ? ctx->info.max_threads_per_block
+                       : 64;
   return conform_report(ctx, CONFORM_PASS, "%s from %s: %u blocks of %u",
-                        CONFORM_KERNEL_NAME, path, config.grid[0], block);
+                        CONFORM_KERNEL_NAME, path, (N - 3 + block - 1) / block,
+                        block);
 }
 
 static const conform_check_t conform_kernels[] = {

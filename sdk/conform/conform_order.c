@@ -182,22 +182,8 @@ static accel_status_t conform_order_enqueue(conform_ctx_t* ctx,
                                  ACCEL_ACTIVATION_RELU);
     case CONFORM_ORDER_BIAS_ADD:
       return accel_op_bias_add(st, o->z, 0, o->y, 0, ACCEL_DTYPE_F32, s, s);
-    case CONFORM_ORDER_LAUNCH: {
-      accel_launch_config_t config;
-      accel_launch_config_init(&config);
-      uint32_t block = ctx->info.max_threads_per_block < 64
-                           ? ctx->info.max_threads_per_block
-                           : 64;
-      config.block[0] = block;
-      config.grid[0] = (uint32_t)((n + block - 1) / block);
-      uint32_t count = (uint32_t)n;
-      accel_kernel_arg_t args[2] = {
-          {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = o->z, .offset = 0},
-          {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(count),
-           .value = &count},
-      };
-      return accel_kernel_launch(o->kernel, st, &config, 2, args);
-    }
+    case CONFORM_ORDER_LAUNCH:
+      return conform_launch_add_one(ctx, o->kernel, st, o->z, (uint32_t)n);
   }
   return ACCEL_ERROR_INVALID_ARGUMENT;
 }
