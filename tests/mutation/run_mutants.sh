@@ -2,11 +2,19 @@
 # SPDX-License-Identifier: MIT
 #
 # Mutation test of accel-conform: plants each bug of mutants.txt, one at a
-# time, in a COPY of the template or CPU plugin sources (the real sources
-# are never touched), builds that mutant plugin and runs accel-conform on
-# it; every mutant must make accel-conform fail (exit 1, or die).
+# time, in a COPY of the template, CPU or OpenCL plugin sources (the real
+# sources are never touched), builds that mutant plugin and runs
+# accel-conform on it; every mutant must make accel-conform fail (exit 1,
+# or die).
 #
 #   run_mutants.sh SOURCE_DIR WORK_DIR ACCEL_CONFORM KERNEL_DIR CC [ID...]
+#
+# OpenCL mutants run only with ACCEL_MUTATION_OPENCL=1 in the environment
+# (CTest sets it where the OpenCL plugin is built, so the headers are
+# there, and an OpenCL runtime such as PoCL must be installed); otherwise
+# each is listed as skipped and not counted. A mutant of the OpenCL
+# plugin may change one of its kernels/*.cl files: the embedded kernel
+# source is then generated again (cmake -P cmake/AccelEmbed.cmake).
 #
 # With IDs (each an id or a shell glob, 'gemm_*' quoted), only the mutants
 # whose id matches one of them run; CTest passes none and runs them all.
@@ -24,16 +32,20 @@ only="$*"
 table="$src/tests/mutation/mutants.txt"
 flags="-std=c11 -O2 -fPIC -fvisibility=hidden -pthread -w -D_POSIX_C_SOURCE=200809L -I$src/sdk/include"
 mkdir -p "$work"
-rm -rf "$work/base-template" "$work/base-cpu" "$work/m"  # sources may change
+rm -rf "$work/base-template" "$work/base-cpu" "$work/base-opencl" \
+  "$work/src-opencl" "$work/m"  # sources may change
 report="$work/report.txt"
 : > "$report"
 
 say() { echo "$*"; echo "$*" >> "$report"; }
 
+# The sources a plugin is built from. OpenCL's are staged in WORK_DIR with
+# the embedded kernel source generated beside them (stage_opencl).
 plugin_dir() {
   case $1 in
     template) echo "$src/sdk/template" ;;
     cpu) echo "$src/plugins/cpu" ;;
+    opencl) echo "$work/src-opencl" ;;
   esac
 }
 
@@ -41,7 +53,25 @@ plugin_flags() {
   case $1 in
     template) echo "-DTEMPLATE_VERSION=\"mutant\"" ;;
     cpu) echo "-DACCEL_CPU_VERSION=\"mutant\"" ;;
+    opencl) echo "-DACCEL_OPENCL_VERSION=\"mutant\"" ;;
   esac
+}
+
+# embed_opencl DIR: DIR/accel_opencl_ops_source.c from DIR/kernels, as
+# plugins/opencl/CMakeLists.txt builds it.
+embed_opencl() {
+  k=$1/kernels
+  cmake "-DINPUT=$k/ops.cl;$k/gemm.cl;$src/sdk/include/accel/philox.h;$k/rng.cl" \
+    "-DOUTPUT=$1/accel_opencl_ops_source.c" -DNAME=accel_opencl_ops_source \
+    -P "$src/cmake/AccelEmbed.cmake" > /dev/null
+}
+
+stage_opencl() {
+  [ -d "$work/src-opencl" ] && return 0
+  mkdir -p "$work/src-opencl" &&
+    cp "$src/plugins/opencl"/*.c "$src/plugins/opencl"/*.h "$work/src-opencl/" &&
+    cp -r "$src/plugins/opencl/kernels" "$work/src-opencl/" &&
+    embed_opencl "$work/src-opencl"
 }
 
 # compile PLUGIN SRCDIR OUTDIR FILE...: objects of FILE... into OUTDIR.
@@ -62,11 +92,17 @@ compile() {
 # copies in copy.large on its non-temporal path, otherwise reached only
 # from 3/4 of the L3 cache (192 MiB on the development VM). Two devices
 # each, so the peer checks run.
+# OpenCL (PoCL) gets two devices, its program caches in WORK_DIR, and
+# waits long enough for PoCL to compile a changed kernel.
 run_conform() {
+  wait_s=3
+  case $1 in *libaccel-opencl.so) wait_s=120 ;; esac
   ACCEL_PLUGIN_PATH= ACCEL_BACKEND= ACCEL_LOG= ACCEL_CPU_MEMORY_LIMIT=8G \
     ACCEL_CPU_STREAM_BYTES=1M ACCEL_CPU_DEVICES=2 ACCEL_TEMPLATE_DEVICES=2 \
+    POCL_DEVICES="pthread pthread" POCL_CACHE_DIR="$work/pocl-cache" \
+    ACCEL_OPENCL_CACHE_DIR="$work/opencl-cache" \
     timeout 300 "$conform" --plugin "$1" --kernel-dir "$kernels" \
-    --timeout 3 --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
+    --timeout $wait_s --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
 }
 
 # The unmutated objects of a plugin, built once, and the control: the
@@ -76,6 +112,7 @@ base() {
   p=$1
   if [ ! -f "$work/base-$p/.done" ]; then
     rm -rf "$work/base-$p"
+    if [ "$p" = opencl ]; then stage_opencl || return 1; fi
     (cd "$(plugin_dir "$p")" && ls *.c) > "$work/sources-$p"
     compile "$p" "$(plugin_dir "$p")" "$work/base-$p" \
       $(cat "$work/sources-$p") || return 1
@@ -83,7 +120,14 @@ base() {
     for f in $(cat "$work/sources-$p"); do objs="$objs $work/base-$p/${f%.c}.o"; done
     $cc -shared -pthread -o "$work/base-$p/libaccel-$p.so" $objs -ldl -lm \
       2>> "$work/base-$p/build.log" || return 1
-    if ! run_conform "$work/base-$p/libaccel-$p.so" '*' "$work/base-$p/conform.log"; then
+    run_conform "$work/base-$p/libaccel-$p.so" '*' "$work/base-$p/conform.log"
+    rc=$?
+    if [ $rc -eq 77 ]; then  # no device (no OpenCL runtime installed)
+      say "SKIP   control: no $p device here: $(tail -1 "$work/base-$p/conform.log")"
+      touch "$work/base-$p/.unavailable" "$work/base-$p/.done"
+      return 0
+    fi
+    if [ $rc -ne 0 ]; then
       say "ERROR  control: the unmutated $p plugin fails accel-conform:"
       grep -E '^FAIL' "$work/base-$p/conform.log" | head -5 | tee -a "$report"
       return 1
@@ -106,16 +150,25 @@ while IFS="$tab" read -r id p file filter script; do
     set +f
     [ -n "$hit" ] || continue
   fi
-  total=$((total + 1))
+  if [ "$p" = opencl ] && [ "${ACCEL_MUTATION_OPENCL:-0}" != 1 ]; then
+    say "SKIP   $id: no OpenCL plugin in this build (ACCEL_MUTATION_OPENCL)"
+    continue
+  fi
   if ! base "$p"; then
+    total=$((total + 1))
     say "ERROR  $id: the unmutated $p plugin does not build or pass (see $work/base-$p)"
     errors=$((errors + 1))
     continue
   fi
+  if [ -f "$work/base-$p/.unavailable" ]; then
+    say "SKIP   $id: no $p device here"
+    continue
+  fi
+  total=$((total + 1))
   m="$work/m/$id"
   rm -rf "$m"
   mkdir -p "$m/src" "$m/obj"
-  cp "$(plugin_dir "$p")"/*.c "$(plugin_dir "$p")"/*.h "$m/src/"
+  cp -r "$(plugin_dir "$p")"/. "$m/src/"
   sed -e "$script" "$(plugin_dir "$p")/$file" > "$m/src/$file"
   if cmp -s "$(plugin_dir "$p")/$file" "$m/src/$file"; then
     say "ERROR  $id: the sed script does not change $p/$file"
@@ -124,6 +177,14 @@ while IFS="$tab" read -r id p file filter script; do
   fi
   objs=""
   case $file in
+    *.cl)  # a kernel: the embedded source is built again
+      embed_opencl "$m/src" || objs=FAIL
+      compile "$p" "$m/src" "$m/obj" accel_opencl_ops_source.c || objs=FAIL
+      for f in $(cat "$work/sources-$p"); do
+        if [ "$f" = accel_opencl_ops_source.c ]; then objs="$objs $m/obj/${f%.c}.o"
+        else objs="$objs $work/base-$p/${f%.c}.o"; fi
+      done
+      ;;
     *.h)
       compile "$p" "$m/src" "$m/obj" $(cat "$work/sources-$p") || objs=FAIL
       for f in $(cat "$work/sources-$p"); do objs="$objs $m/obj/${f%.c}.o"; done
