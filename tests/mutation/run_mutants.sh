@@ -9,6 +9,12 @@
 #
 #   run_mutants.sh SOURCE_DIR WORK_DIR ACCEL_CONFORM KERNEL_DIR CC [ID...]
 #
+# CUDA mutants run only where CTest describes the stand-in driver
+# (tests/cuda/fakecuda) in ACCEL_MUTATION_CUDA_DRIVER and _CUBLAS, with
+# the toolkit's headers (_INCLUDE), the plugin's embedded kernels as built
+# (_FATBIN_C, the stand-in runs host versions of them) and the suite's
+# CUDA test kernels (_KERNELS); otherwise each is listed as skipped.
+#
 # OpenCL mutants run only with ACCEL_MUTATION_OPENCL=1 in the environment
 # (CTest sets it where the OpenCL plugin is built, so the headers are
 # there, and an OpenCL runtime such as PoCL must be installed); otherwise
@@ -33,7 +39,8 @@ table="$src/tests/mutation/mutants.txt"
 flags="-std=c11 -O2 -fPIC -fvisibility=hidden -pthread -w -D_POSIX_C_SOURCE=200809L -I$src/sdk/include"
 mkdir -p "$work"
 rm -rf "$work/base-template" "$work/base-cpu" "$work/base-opencl" \
-  "$work/src-opencl" "$work/m"  # sources may change
+  "$work/src-opencl" "$work/base-cuda" "$work/src-cuda" \
+  "$work/m"  # sources may change
 report="$work/report.txt"
 : > "$report"
 
@@ -46,6 +53,7 @@ plugin_dir() {
     template) echo "$src/sdk/template" ;;
     cpu) echo "$src/plugins/cpu" ;;
     opencl) echo "$work/src-opencl" ;;
+    cuda) echo "$work/src-cuda" ;;
   esac
 }
 
@@ -54,7 +62,25 @@ plugin_flags() {
     template) echo "-DTEMPLATE_VERSION=\"mutant\"" ;;
     cpu) echo "-DACCEL_CPU_VERSION=\"mutant\"" ;;
     opencl) echo "-DACCEL_OPENCL_VERSION=\"mutant\"" ;;
+    cuda) echo "-DACCEL_CUDA_VERSION=\"mutant\" -isystem ${ACCEL_MUTATION_CUDA_INCLUDE:-}" ;;
   esac
+}
+
+# Whether the mutants of plugin $1 can run in this build and environment.
+plugin_enabled() {
+  case $1 in
+    opencl) [ "${ACCEL_MUTATION_OPENCL:-0}" = 1 ] ;;
+    cuda) [ -n "${ACCEL_MUTATION_CUDA_DRIVER:-}" ] &&
+            [ -f "${ACCEL_MUTATION_CUDA_FATBIN_C:-}" ] ;;
+    *) true ;;
+  esac
+}
+
+stage_cuda() {
+  [ -d "$work/src-cuda" ] && return 0
+  mkdir -p "$work/src-cuda" &&
+    cp "$src/plugins/cuda"/*.c "$src/plugins/cuda"/*.h "$work/src-cuda/" &&
+    cp "$ACCEL_MUTATION_CUDA_FATBIN_C" "$work/src-cuda/ops_fatbin.c"
 }
 
 # embed_opencl DIR: DIR/accel_opencl_ops_source.c from DIR/kernels, as
@@ -95,13 +121,18 @@ compile() {
 # OpenCL (PoCL) gets two devices, its program caches in WORK_DIR, and
 # waits long enough for PoCL to compile a changed kernel.
 run_conform() {
-  wait_s=3
-  case $1 in *libaccel-opencl.so) wait_s=120 ;; esac
+  wait_s=3 kdir=$kernels
+  case $1 in
+    *libaccel-opencl.so) wait_s=120 ;;
+    *libaccel-cuda.so) kdir=${ACCEL_MUTATION_CUDA_KERNELS:-$kernels} ;;
+  esac
   ACCEL_PLUGIN_PATH= ACCEL_BACKEND= ACCEL_LOG= ACCEL_CPU_MEMORY_LIMIT=8G \
     ACCEL_CPU_STREAM_BYTES=1M ACCEL_CPU_DEVICES=2 ACCEL_TEMPLATE_DEVICES=2 \
     POCL_DEVICES="pthread pthread" POCL_CACHE_DIR="$work/pocl-cache" \
-    ACCEL_OPENCL_CACHE_DIR="$work/opencl-cache" \
-    timeout 300 "$conform" --plugin "$1" --kernel-dir "$kernels" \
+    ACCEL_OPENCL_CACHE_DIR="$work/opencl-cache" FAKECUDA_DEVICES=2 \
+    ACCEL_CUDA_DRIVER="${ACCEL_MUTATION_CUDA_DRIVER:-}" \
+    ACCEL_CUDA_CUBLAS="${ACCEL_MUTATION_CUDA_CUBLAS:-}" \
+    timeout 300 "$conform" --plugin "$1" --kernel-dir "$kdir" \
     --timeout $wait_s --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
 }
 
@@ -113,6 +144,7 @@ base() {
   if [ ! -f "$work/base-$p/.done" ]; then
     rm -rf "$work/base-$p"
     if [ "$p" = opencl ]; then stage_opencl || return 1; fi
+    if [ "$p" = cuda ]; then stage_cuda || return 1; fi
     (cd "$(plugin_dir "$p")" && ls *.c) > "$work/sources-$p"
     compile "$p" "$(plugin_dir "$p")" "$work/base-$p" \
       $(cat "$work/sources-$p") || return 1
@@ -150,8 +182,8 @@ while IFS="$tab" read -r id p file filter script; do
     set +f
     [ -n "$hit" ] || continue
   fi
-  if [ "$p" = opencl ] && [ "${ACCEL_MUTATION_OPENCL:-0}" != 1 ]; then
-    say "SKIP   $id: no OpenCL plugin in this build (ACCEL_MUTATION_OPENCL)"
+  if ! plugin_enabled "$p"; then
+    say "SKIP   $id: no $p plugin or stand-in in this build (ACCEL_MUTATION_*)"
     continue
   fi
   if ! base "$p"; then
