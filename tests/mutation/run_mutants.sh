@@ -71,6 +71,7 @@ plugin_enabled() {
   case $1 in
     opencl) [ "${ACCEL_MUTATION_OPENCL:-0}" = 1 ] ;;
     cuda) [ -n "${ACCEL_MUTATION_CUDA_DRIVER:-}" ] &&
+            [ -d "${ACCEL_MUTATION_CUDA_INCLUDE:-}" ] &&
             [ -f "${ACCEL_MUTATION_CUDA_FATBIN_C:-}" ] ;;
     *) true ;;
   esac
