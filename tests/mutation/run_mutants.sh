@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # Mutation test of accel-conform: plants each bug of mutants.txt, one at a
-# time, in a COPY of the template, CPU or OpenCL plugin sources (the real
-# sources are never touched), builds that mutant plugin and runs
+# time, in a COPY of the template, CPU, OpenCL or CUDA plugin sources (the
+# real sources are never touched), builds that mutant plugin and runs
 # accel-conform on it; every mutant must make accel-conform fail (exit 1,
 # or die).
 #
@@ -46,8 +46,9 @@ report="$work/report.txt"
 
 say() { echo "$*"; echo "$*" >> "$report"; }
 
-# The sources a plugin is built from. OpenCL's are staged in WORK_DIR with
-# the embedded kernel source generated beside them (stage_opencl).
+# The sources a plugin is built from. OpenCL's and CUDA's are staged in
+# WORK_DIR with their embedded kernels beside them (stage_opencl generates
+# OpenCL's; stage_cuda copies the build tree's).
 plugin_dir() {
   case $1 in
     template) echo "$src/sdk/template" ;;
