@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # Mutation test of accel-conform: plants each bug of mutants.txt, one at a
-# time, in a COPY of the template, CPU, OpenCL or CUDA plugin sources (the
-# real sources are never touched), builds that mutant plugin and runs
+# time, in a COPY of the template, CPU, OpenCL, CUDA or ROCm plugin sources
+# (the real sources are never touched), builds that mutant plugin and runs
 # accel-conform on it; every mutant must make accel-conform fail (exit 1,
 # or die).
 #
@@ -14,6 +14,10 @@
 # the toolkit's headers (_INCLUDE), the plugin's embedded kernels as built
 # (_FATBIN_C, the stand-in runs host versions of them) and the suite's
 # CUDA test kernels (_KERNELS); otherwise each is listed as skipped.
+# ROCm mutants likewise on the stand-in HIP runtime (tests/rocm/fakehip):
+# ACCEL_MUTATION_ROCM_RUNTIME, _INCLUDE (HIP headers), _GEN (the build
+# directory holding accel_rocm_embedded.c and accel_rocm_source.c) and
+# _ARCHES (the embedded code objects' targets).
 #
 # OpenCL mutants run only with ACCEL_MUTATION_OPENCL=1 in the environment
 # (CTest sets it where the OpenCL plugin is built, so the headers are
@@ -39,22 +43,24 @@ table="$src/tests/mutation/mutants.txt"
 flags="-std=c11 -O2 -fPIC -fvisibility=hidden -pthread -w -D_POSIX_C_SOURCE=200809L -I$src/sdk/include"
 mkdir -p "$work"
 rm -rf "$work/base-template" "$work/base-cpu" "$work/base-opencl" \
-  "$work/src-opencl" "$work/base-cuda" "$work/src-cuda" \
+  "$work/src-opencl" "$work/base-cuda" "$work/src-cuda" "$work/base-rocm" \
+  "$work/src-rocm" \
   "$work/m"  # sources may change
 report="$work/report.txt"
 : > "$report"
 
 say() { echo "$*"; echo "$*" >> "$report"; }
 
-# The sources a plugin is built from. OpenCL's and CUDA's are staged in
-# WORK_DIR with their embedded kernels beside them (stage_opencl generates
-# OpenCL's; stage_cuda copies the build tree's).
+# The sources a plugin is built from. OpenCL's, CUDA's and ROCm's are
+# staged in WORK_DIR with their embedded kernels beside them (stage_opencl
+# generates OpenCL's; stage_cuda and stage_rocm copy the build tree's).
 plugin_dir() {
   case $1 in
     template) echo "$src/sdk/template" ;;
     cpu) echo "$src/plugins/cpu" ;;
     opencl) echo "$work/src-opencl" ;;
     cuda) echo "$work/src-cuda" ;;
+    rocm) echo "$work/src-rocm" ;;
   esac
 }
 
@@ -63,8 +69,15 @@ plugin_flags() {
     template) echo "-DTEMPLATE_VERSION=\"mutant\"" ;;
     cpu) echo "-DACCEL_CPU_VERSION=\"mutant\"" ;;
     opencl) echo "-DACCEL_OPENCL_VERSION=\"mutant\"" ;;
-    cuda) echo "-DACCEL_CUDA_VERSION=\"mutant\" -isystem ${ACCEL_MUTATION_CUDA_INCLUDE:-}" ;;
+    cuda) echo "-DACCEL_CUDA_VERSION=\"mutant\" $(system_include "${ACCEL_MUTATION_CUDA_INCLUDE:-}")" ;;
+    rocm) echo "-D__HIP_PLATFORM_AMD__=1 -DACCEL_ROCM_VERSION=\"mutant\" -include $work/src-rocm/arches.h $(system_include "${ACCEL_MUTATION_ROCM_INCLUDE:-}")" ;;
   esac
+}
+
+# -isystem DIR, or nothing for the compiler's own /usr/include (naming it
+# again would reorder the system headers).
+system_include() {
+  case $1 in ''|/usr/include|/usr/include/) ;; *) echo "-isystem $1" ;; esac
 }
 
 # Whether the mutants of plugin $1 can run in this build and environment.
@@ -74,6 +87,9 @@ plugin_enabled() {
     cuda) [ -n "${ACCEL_MUTATION_CUDA_DRIVER:-}" ] &&
             [ -d "${ACCEL_MUTATION_CUDA_INCLUDE:-}" ] &&
             [ -f "${ACCEL_MUTATION_CUDA_FATBIN_C:-}" ] ;;
+    rocm) [ -n "${ACCEL_MUTATION_ROCM_RUNTIME:-}" ] &&
+            [ -d "${ACCEL_MUTATION_ROCM_INCLUDE:-}" ] &&
+            [ -f "${ACCEL_MUTATION_ROCM_GEN:-}/accel_rocm_source.c" ] ;;
     *) true ;;
   esac
 }
@@ -83,6 +99,19 @@ stage_cuda() {
   mkdir -p "$work/src-cuda" &&
     cp "$src/plugins/cuda"/*.c "$src/plugins/cuda"/*.h "$work/src-cuda/" &&
     cp "$ACCEL_MUTATION_CUDA_FATBIN_C" "$work/src-cuda/ops_fatbin.c"
+}
+
+# The embedded arches go in a forced include: a -D with spaces would be
+# split by the unquoted $(plugin_flags) of compile().
+stage_rocm() {
+  [ -d "$work/src-rocm" ] && return 0
+  mkdir -p "$work/src-rocm" &&
+    cp "$src/plugins/rocm"/*.c "$src/plugins/rocm"/*.h "$work/src-rocm/" &&
+    cp -r "$src/plugins/rocm/kernels" "$work/src-rocm/" &&
+    cp "$ACCEL_MUTATION_ROCM_GEN/accel_rocm_embedded.c" \
+      "$ACCEL_MUTATION_ROCM_GEN/accel_rocm_source.c" "$work/src-rocm/" &&
+    printf '#define ACCEL_ROCM_EMBEDDED_ARCHES "%s"\n' \
+      "${ACCEL_MUTATION_ROCM_ARCHES:-}" > "$work/src-rocm/arches.h"
 }
 
 # embed_opencl DIR: DIR/accel_opencl_ops_source.c from DIR/kernels, as
@@ -134,6 +163,7 @@ run_conform() {
     ACCEL_OPENCL_CACHE_DIR="$work/opencl-cache" FAKECUDA_DEVICES=2 \
     ACCEL_CUDA_DRIVER="${ACCEL_MUTATION_CUDA_DRIVER:-}" \
     ACCEL_CUDA_CUBLAS="${ACCEL_MUTATION_CUDA_CUBLAS:-}" \
+    ACCEL_ROCM_RUNTIME="${ACCEL_MUTATION_ROCM_RUNTIME:-}" FAKEHIP_DEVICES=2 \
     timeout 300 "$conform" --plugin "$1" --kernel-dir "$kdir" \
     --timeout $wait_s --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
 }
@@ -147,6 +177,7 @@ base() {
     rm -rf "$work/base-$p"
     if [ "$p" = opencl ]; then stage_opencl || return 1; fi
     if [ "$p" = cuda ]; then stage_cuda || return 1; fi
+    if [ "$p" = rocm ]; then stage_rocm || return 1; fi
     (cd "$(plugin_dir "$p")" && ls *.c) > "$work/sources-$p"
     compile "$p" "$(plugin_dir "$p")" "$work/base-$p" \
       $(cat "$work/sources-$p") || return 1
