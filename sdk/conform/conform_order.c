@@ -250,11 +250,11 @@ static int conform_order_try(conform_ctx_t* ctx, conform_order_t* o,
       *result = conform_report(
           ctx, CONFORM_FAIL,
           "enqueued behind %d heavy copies and queued writes of its "
-          "operands: output byte %zu is 0x%02x, expected 0x%02x (%s; did "
-          "the op run when it was enqueued instead of in stream order?)",
+          "operands: output byte %zu is 0x%02x, expected 0x%02x (%s): did "
+          "the op run when it was enqueued instead of in stream order?",
           rounds, i, got[i], o->want[i],
           got[i] == CONFORM_ORDER_POISON ? "the poison queued before it"
-                                         : "computed from stale inputs?");
+                                         : "not the poison queued before it");
       return 0;
     }
   }
