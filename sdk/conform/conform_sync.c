@@ -264,19 +264,31 @@ enum {
   CONFORM_WAIT_ROUNDS = 40,  // heavy work of the first try
   CONFORM_WAIT_TRIES = 8,    // each doubling the work
 };
+// The last copy of the work, one long piece: a completion that wakes one
+// waiter only wakes one per piece of work, and a waiter woken by an
+// earlier piece but not yet scheduled (a loaded machine) sees the end
+// when it runs, so short last pieces could let every waiter return. One
+// long last piece leaves the waiters asleep when it completes.
+#define CONFORM_WAIT_TAIL ((size_t)64 << 20)
 
 // One try of sync.many_waiters with `rounds` of heavy work. Sets `*early`
-// (and returns CONFORM_PASS) when the work had already finished 10 ms
-// after every waiter reached its synchronize call, so the waiters may
-// never have blocked and the try proves nothing.
+// (and returns CONFORM_PASS) when the work had already finished once
+// every waiter was asleep in its synchronize call (or had returned), so
+// some waiters may never have blocked and the try proves nothing.
 static conform_result_t conform_sync_waiters_try(conform_ctx_t* ctx,
-                                                 int rounds, bool* early) {
+                                                 int rounds,
+                                                 accel_buffer_t* const tail[2],
+                                                 bool* early) {
   *early = false;
   accel_stream_t* stream = NULL;
   accel_event_t* event = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
   if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &event);
   if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, rounds);
+  if (status == ACCEL_OK && tail[0] != NULL) {
+    status = accel_stream_copy_buffer(stream, tail[1], 0, tail[0], 0,
+                                      CONFORM_WAIT_TAIL);
+  }
   if (status == ACCEL_OK) status = accel_event_record(event, stream);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   conform_call_t* calls[2 * CONFORM_WAITERS] = {NULL};
@@ -288,14 +300,15 @@ static conform_result_t conform_sync_waiters_try(conform_ctx_t* ctx,
     if (calls[started] == NULL) break;
   }
   double deadline = conform_now() + ctx->timeout_s;
+  // Every waiter asleep in its call (a thread that reached the call but
+  // was preempted before it could wait proves nothing if the work ends
+  // meanwhile), then the work must still be running.
   for (size_t i = 0; i < started; i++) {
-    while (!conform_sync_entered(calls[i]) && conform_now() < deadline) {
+    while (!conform_sync_blocked(calls[i]) && conform_now() < deadline) {
       struct timespec nap = {0, 100000};
       nanosleep(&nap, NULL);
     }
   }
-  struct timespec settle = {0, 10000000};  // into the plugin's wait
-  nanosleep(&settle, NULL);
   bool done = false;
   if (accel_event_query(event, &done) == ACCEL_OK && done) *early = true;
   size_t returned = 0;
@@ -336,10 +349,17 @@ static conform_result_t conform_sync_waiters_try(conform_ctx_t* ctx,
 static conform_result_t conform_sync_many_waiters(conform_ctx_t* ctx,
                                                   const void* arg) {
   (void)arg;
+  accel_buffer_t* tail[2] = {NULL, NULL};
+  if (conform_buffer(ctx, ctx->device, CONFORM_WAIT_TAIL, &tail[0]) !=
+          ACCEL_OK ||
+      conform_buffer(ctx, ctx->device, CONFORM_WAIT_TAIL, &tail[1]) !=
+          ACCEL_OK) {
+    tail[0] = NULL;  // too little memory: short pieces only
+  }
   int rounds = CONFORM_WAIT_ROUNDS;
   for (int t = 0; t < CONFORM_WAIT_TRIES; t++, rounds *= 2) {
     bool early = false;
-    conform_result_t r = conform_sync_waiters_try(ctx, rounds, &early);
+    conform_result_t r = conform_sync_waiters_try(ctx, rounds, tail, &early);
     if (r != CONFORM_PASS) return r;
     if (!early) {
       return conform_report(ctx, CONFORM_PASS,

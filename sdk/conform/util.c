@@ -2,13 +2,16 @@
 //
 // Helpers shared by the checks: detail lines, tracked handles, bounded
 // waits and deterministic random numbers.
+#define _DEFAULT_SOURCE  // syscall()
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conform.h"
 
@@ -180,6 +183,7 @@ struct conform_call {
   pthread_mutex_t mutex;
   pthread_cond_t cond;
   atomic_bool entered;  // the helper is about to call synchronize
+  atomic_int tid;       // the helper's thread id (Linux), 0 before it runs
   bool done;
   bool abandoned;
   accel_status_t status;
@@ -196,6 +200,9 @@ static void conform_call_free(conform_call_t* call) {
 
 static void* conform_call_main(void* arg) {
   conform_call_t* call = arg;
+#ifdef SYS_gettid
+  atomic_store(&call->tid, (int)syscall(SYS_gettid));
+#endif
   atomic_store(&call->entered, true);
   accel_status_t status = call->is_event
                               ? accel_event_synchronize(call->handle)
@@ -229,6 +236,26 @@ conform_call_t* conform_sync_start(bool is_event, void* handle) {
 
 bool conform_sync_entered(conform_call_t* call) {
   return atomic_load(&call->entered);
+}
+
+bool conform_sync_blocked(conform_call_t* call) {
+  if (!atomic_load(&call->entered)) return false;
+  pthread_mutex_lock(&call->mutex);
+  bool done = call->done;
+  pthread_mutex_unlock(&call->mutex);
+  int tid = atomic_load(&call->tid);
+  if (done || tid == 0) return true;
+  char path[64], stat[512];
+  snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return true;  // no procfs: entered is all there is
+  size_t n = fread(stat, 1, sizeof(stat) - 1, f);
+  fclose(f);
+  stat[n] = '\0';
+  // "tid (comm) S ...": the state follows the last ')'.
+  const char* close = strrchr(stat, ')');
+  if (close == NULL || close[1] != ' ') return true;
+  return close[2] == 'S' || close[2] == 'D';
 }
 
 accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
