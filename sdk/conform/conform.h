@@ -206,12 +206,9 @@ accel_status_t conform_event_sync(conform_ctx_t* ctx, accel_event_t* event);
 // check is marked hung and the helper abandoned).
 typedef struct conform_call conform_call_t;
 conform_call_t* conform_sync_start(bool is_event, void* handle);
-// Whether the helper of `call` has reached its synchronize call (it may
-// not be blocked inside it yet).
-bool conform_sync_entered(conform_call_t* call);
 // Whether the helper of `call` is asleep inside its synchronize call (its
 // thread's state in /proc/self/task/<tid>/stat is S or D), or has
-// returned. Where procfs cannot say, the same as conform_sync_entered().
+// returned. Where procfs cannot say: whether it has reached the call.
 bool conform_sync_blocked(conform_call_t* call);
 accel_status_t conform_sync_finish(conform_ctx_t* ctx, conform_call_t* call,
                                    double deadline);

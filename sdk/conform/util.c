@@ -234,10 +234,6 @@ conform_call_t* conform_sync_start(bool is_event, void* handle) {
   return call;
 }
 
-bool conform_sync_entered(conform_call_t* call) {
-  return atomic_load(&call->entered);
-}
-
 bool conform_sync_blocked(conform_call_t* call) {
   if (!atomic_load(&call->entered)) return false;
   pthread_mutex_lock(&call->mutex);
