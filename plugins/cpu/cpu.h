@@ -193,6 +193,11 @@ uint64_t accel_cpu_sysinfo_available_memory(void);
 // which includes this process's other threads); 0 when unreadable.
 uint32_t accel_cpu_sysinfo_other_runnable(void);
 
+// Names the calling thread (`top -H`, `perf sched`, gdb): "accel-stream"
+// for stream workers, "accel-pool" for pool helpers. At most 15
+// characters; best effort, never fails.
+void accel_cpu_thread_name(const char* name);
+
 // ---------------------------------------------------------------------------
 // Memory (memory.c). The plugin's memory handle is the 64-byte-aligned host
 // address of the allocation, so kernels can use it directly.

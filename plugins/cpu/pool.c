@@ -131,6 +131,7 @@ static void accel_cpu_pool_idle(accel_cpu_pool_t* pool) {
 
 static void* accel_cpu_pool_helper(void* arg) {
   accel_cpu_pool_t* pool = arg;
+  accel_cpu_thread_name("accel-pool");
   pthread_mutex_lock(&pool->mutex);
   for (;;) {
     accel_cpu_pool_idle(pool);

@@ -255,6 +255,7 @@ static void* accel_cpu_stream_worker(void* arg) {
   char reason[ACCEL_CPU_MESSAGE_SIZE] = "";
   accel_cpu_device_t* device = stream->device;
   accel_cpu_thread_priority = stream->priority;  // orders its pool jobs
+  accel_cpu_thread_name("accel-stream");
   pthread_mutex_lock(&stream->mutex);
   for (;;) {
     // Work queued behind inline work waits for it to finish.

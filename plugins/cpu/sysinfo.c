@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,4 +505,8 @@ uint32_t accel_cpu_sysinfo_other_runnable(void) {
     if (others < fewest) fewest = others;
   }
   return fewest;
+}
+
+void accel_cpu_thread_name(const char* name) {
+  (void)pthread_setname_np(pthread_self(), name);
 }
