@@ -14,10 +14,13 @@
 // No CPU model rule is involved: a library that picked a poor kernel for
 // this CPU loses the timing. The decision holds for the process.
 //
-// For f16/bf16 the candidates are the conversion to f32 with the f32
-// winner of the same class, and oneDNN's own kernel where it has an
-// optimised one (AVX-512 BF16/FP16, AMX); another f32 engine under the
-// same conversion would only repeat the f32 comparison.
+// The plugin's own engine ("accel", gemm_kernel.c) needs no library: it
+// is a candidate wherever the CPU has AVX2 and FMA or AVX-512F, for every
+// dtype. For f16/bf16 the candidates are the conversion to f32 with the
+// f32 winner of the same class, oneDNN's own kernel where it has an
+// optimised one (AVX-512 BF16/FP16, AMX), and the own engine, which
+// converts while it packs; another f32 engine under the same conversion
+// would only repeat the f32 comparison.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +31,12 @@
 struct accel_cpu_engines {
   accel_cpu_blas_t* blas[3];   // by engine id; NULL when not loaded
   accel_cpu_onednn_t* onednn;  // NULL when not loaded
+  const char* own;             // the own kernel ("avx512-12x32"), or NULL
   char key[512];               // the disk-cache key
 };
 
 static const char* const accel_cpu_engine_names[ACCEL_CPU_ENGINE_COUNT] = {
-    "openblas", "blis", "blas", "onednn", "onednn-f32"};
+    "openblas", "blis", "blas", "onednn", "onednn-f32", "accel"};
 static const char* const accel_cpu_gemm_dtype_names[ACCEL_CPU_GEMM_DTYPES] = {
     "f32", "f16", "bf16"};
 
@@ -180,8 +184,15 @@ static accel_cpu_engines_t* accel_cpu_engines_load(accel_cpu_plugin_t* plugin,
     }
   }
   e->onednn = accel_cpu_onednn_load(width, tried, size);
+  e->own = accel_cpu_gk_description();
+  if (e->own == NULL) {
+    size_t used = strlen(tried);
+    snprintf(tried + used, size - used,
+             "%saccel (the own kernel needs AVX2 and FMA, or AVX-512F)",
+             used > 0 ? "; " : "");
+  }
   if (e->blas[0] == NULL && e->blas[1] == NULL && e->blas[2] == NULL &&
-      e->onednn == NULL) {
+      e->onednn == NULL && e->own == NULL) {
     free(e);
     return NULL;
   }
@@ -195,9 +206,10 @@ static accel_cpu_engines_t* accel_cpu_engines_load(accel_cpu_plugin_t* plugin,
              e->blas[i]->description);
   }
   size_t used = strlen(e->key);
-  snprintf(e->key + used, sizeof(e->key) - used, "%s",
+  snprintf(e->key + used, sizeof(e->key) - used, "%s,accel-%s",
            e->onednn != NULL ? accel_cpu_onednn_description(e->onednn)
-                             : "no-onednn");
+                             : "no-onednn",
+           e->own != NULL ? e->own : "none");
   return e;
 }
 
@@ -213,6 +225,7 @@ static bool accel_cpu_engine_loaded(const accel_cpu_engines_t* e, int id) {
   if (id == ACCEL_CPU_ENGINE_ONEDNN || id == ACCEL_CPU_ENGINE_ONEDNN_F32) {
     return e->onednn != NULL;
   }
+  if (id == ACCEL_CPU_ENGINE_ACCEL) return e->own != NULL;
   return id >= 0 && id < 3 && e->blas[id] != NULL;
 }
 
@@ -265,7 +278,8 @@ static int accel_cpu_engine_forced(accel_cpu_plugin_t* plugin,
   if (!accel_cpu_gemm_parse(text, forced)) {
     *status = host->fail(host, ACCEL_ERROR_INVALID_ARGUMENT,
                          "ACCEL_CPU_GEMM='%s' is not an engine (openblas, "
-                         "blis, blas, onednn) or a comma-separated list of "
+                         "blis, blas, onednn, accel) or a comma-separated "
+                         "list of "
                          "dtype=engine or dtype@class=engine (dtype f32, "
                          "f16, bf16; class small, medium, large)",
                          text);
@@ -298,9 +312,11 @@ static int accel_cpu_engine_time_class(accel_cpu_plugin_t* plugin,
   const accel_host_t* host = plugin->host;
   // OpenBLAS last: after a call its idle threads yield-spin for about 2^28
   // cycles (0.1 s), longer than the warm-up, and would slow the engine
-  // timed after it. libgomp's threads (oneDNN) spin for much less.
+  // timed after it. libgomp's threads (oneDNN) spin for 5-10 ms, within
+  // the warm-up; the own engine, whose threads are the pool's, first.
   static const int order[ACCEL_CPU_ENGINE_COUNT] = {
-      ACCEL_CPU_ENGINE_BLIS, ACCEL_CPU_ENGINE_BLAS, ACCEL_CPU_ENGINE_ONEDNN,
+      ACCEL_CPU_ENGINE_ACCEL,      ACCEL_CPU_ENGINE_BLIS,
+      ACCEL_CPU_ENGINE_BLAS,       ACCEL_CPU_ENGINE_ONEDNN,
       ACCEL_CPU_ENGINE_ONEDNN_F32, ACCEL_CPU_ENGINE_OPENBLAS};
   accel_cpu_gemm_engine_t candidates[ACCEL_CPU_ENGINE_COUNT];
   int count = 0;
@@ -309,13 +325,15 @@ static int accel_cpu_engine_time_class(accel_cpu_plugin_t* plugin,
     if (!accel_cpu_engine_loaded(e, order[i])) continue;
     accel_cpu_engine_fill(e, order[i], dt, &candidates[count]);
     native = native || candidates[count].native;
-    // f16/bf16: the f32 winner converted, or oneDNN's own kernel. When
-    // oneDNN won f32, "onednn" is its own kernel if it has one and the
-    // conversion otherwise, so oneDNN-f32 is timed only beside the own
-    // kernel; f32 has no oneDNN-f32 of its own.
+    // f16/bf16: the f32 winner converted, oneDNN's own kernel, or the
+    // plugin's own (which converts while packing). When oneDNN won f32,
+    // "onednn" is its own kernel if it has one and the conversion
+    // otherwise, so oneDNN-f32 is timed only beside oneDNN's own kernel;
+    // f32 has no oneDNN-f32 of its own.
     if (order[i] == ACCEL_CPU_ENGINE_ONEDNN_F32) {
       if (dt == 0 || f32 != ACCEL_CPU_ENGINE_ONEDNN || !native) continue;
-    } else if (dt > 0 && order[i] != f32 && !candidates[count].native) {
+    } else if (dt > 0 && order[i] != f32 && !candidates[count].native &&
+               order[i] != ACCEL_CPU_ENGINE_ACCEL) {
       continue;
     }
     count++;

@@ -109,7 +109,8 @@ typedef enum accel_cpu_engine_id {
   ACCEL_CPU_ENGINE_BLAS = 2,        // another ACCEL_CPU_BLAS library, or libblas.so.3
   ACCEL_CPU_ENGINE_ONEDNN = 3,      // libdnnl.so.2
   ACCEL_CPU_ENGINE_ONEDNN_F32 = 4,  // libdnnl.so.2's f32 matmul
-  ACCEL_CPU_ENGINE_COUNT = 5,
+  ACCEL_CPU_ENGINE_ACCEL = 5,       // the plugin's own kernel (gemm_kernel.c)
+  ACCEL_CPU_ENGINE_COUNT = 6,
 } accel_cpu_engine_id_t;
 
 // Index of the dtypes GEMM takes in gemm_choice[]: 0 f32, 1 f16, 2 bf16.
@@ -231,6 +232,47 @@ int accel_cpu_gemm_cache_find(const char* text, const char* key,
 // returns false when it cannot be written.
 bool accel_cpu_gemm_cache_store(const char* path, const char* key,
                                 const char* field, accel_cpu_engine_id_t id);
+
+// The GEMM scratch block (gemm.c): f32 panels of the conversion path and
+// the packed panels of the own kernel. Fresh memory costs a page fault per
+// 4 KiB on first touch, so the plugin keeps the last block given back.
+struct accel_cpu_scratch {
+  size_t size;  // usable bytes after the header
+  _Alignas(ACCEL_CPU_ALIGNMENT) unsigned char data[];
+};
+
+// Takes the kept block if it holds `size` bytes, else allocates one (the
+// data aligned to ACCEL_CPU_ALIGNMENT). NULL when out of host memory.
+// Thread-safe: concurrent GEMMs that find the slot empty allocate their
+// own.
+accel_cpu_scratch_t* accel_cpu_scratch_take(accel_cpu_plugin_t* plugin,
+                                            size_t size);
+
+// Keeps `s` for the next GEMM (freeing a block kept meanwhile), or frees it
+// when it is too large to keep.
+void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin, accel_cpu_scratch_t* s);
+
+// ---------------------------------------------------------------------------
+// The own engine (gemm_kernel.c)
+// ---------------------------------------------------------------------------
+
+// The own kernel this CPU runs ("avx512-12x32", "avx2-6x16"), or NULL when
+// it has neither AVX-512F nor AVX2 with FMA (then the engine is not
+// available). Chosen once from CPUID; thread-safe.
+const char* accel_cpu_gk_description(void);
+
+// Runs the GEMM `g` (pointers already offset, k > 0, A and B f32, f16 or
+// bf16, C of A's dtype or f32) on the own kernel, split across `pool`
+// (NULL: the calling thread). ACCEL_ERROR_UNSUPPORTED when the CPU has no
+// kernel, ACCEL_ERROR_OUT_OF_MEMORY when the packed panels cannot be
+// allocated; the reason in `message`. Thread-safe.
+accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
+                                 accel_cpu_pool_t* pool,
+                                 const accel_plugin_gemm_t* g, char* message,
+                                 size_t size);
+
+// Multiply-adds below which a GEMM is not split across the pool.
+#define ACCEL_CPU_GEMM_SPLIT_FLOPS ((uint64_t)1 << 21)
 
 // Runs the GEMM `g` (pointers already offset) on `engine` (gemm.c); used by
 // the stream task and by the engine timing. The reason in `message` on

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 //
 // op_gemm on the engine engine.c chose for the dtype: a BLAS library's
-// cblas_sgemm (row-major) or oneDNN's matmul.
+// cblas_sgemm (row-major), oneDNN's matmul, or the plugin's own packed
+// kernel (gemm_kernel.c, every dtype, nothing converted ahead).
 //
 // f32 goes straight to the engine. f16 and bf16 run on oneDNN's own
 // kernel where engine.c chose it (`native`); otherwise (the Debian BLAS
@@ -38,8 +39,6 @@ enum {
 // once. At 4096^3 four panels cost 5% against sgemm on f32 data on the
 // development VM (C read and written four times), one panel 1-2%.
 #define ACCEL_CPU_GEMM_PANEL_ELEMS ((uint64_t)1 << 25)
-// Below this many multiply-adds a GEMM is not split across the pool.
-#define ACCEL_CPU_GEMM_SPLIT_FLOPS ((uint64_t)1 << 21)
 
 typedef struct accel_cpu_gemm_task {
   accel_plugin_gemm_t g;  // with a, b, c already offset (offsets zeroed)
@@ -196,15 +195,8 @@ static void accel_cpu_gemm_scale_c(const accel_plugin_gemm_t* g) {
 // their own. unload frees the kept block.
 #define ACCEL_CPU_GEMM_SCRATCH_KEEP ((size_t)256 << 20)
 
-struct accel_cpu_scratch {
-  size_t size;  // usable bytes after the header
-  _Alignas(ACCEL_CPU_ALIGNMENT) unsigned char data[];
-};
-
-// Takes the kept block if it holds `size` bytes, else allocates one. NULL
-// when out of host memory.
-static accel_cpu_scratch_t* accel_cpu_scratch_take(accel_cpu_plugin_t* plugin,
-                                                   size_t size) {
+accel_cpu_scratch_t* accel_cpu_scratch_take(accel_cpu_plugin_t* plugin,
+                                            size_t size) {
   accel_cpu_scratch_t* s = atomic_exchange(&plugin->gemm_scratch, NULL);
   if (s != NULL && s->size >= size) return s;
   free(s);
@@ -216,10 +208,8 @@ static accel_cpu_scratch_t* accel_cpu_scratch_take(accel_cpu_plugin_t* plugin,
   return s;
 }
 
-// Keeps `s` for the next GEMM (freeing a block kept meanwhile), or frees it
-// when it is too large to keep.
-static void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin,
-                                   accel_cpu_scratch_t* s) {
+void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin,
+                            accel_cpu_scratch_t* s) {
   if (s->size > ACCEL_CPU_GEMM_SCRATCH_KEEP) {
     free(s);
     return;
@@ -322,6 +312,9 @@ accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
   if (g->k == 0) {
     accel_cpu_gemm_scale_c(g);
     return ACCEL_OK;
+  }
+  if (e->id == ACCEL_CPU_ENGINE_ACCEL) {
+    return accel_cpu_gk_gemm(plugin, pool, g, message, size);
   }
   if (g->a_dtype != ACCEL_DTYPE_F32) {
     if (e->native) {
@@ -439,8 +432,9 @@ accel_status_t accel_cpu_op_gemm(void* device_ptr, void* stream,
 // ---------------------------------------------------------------------------
 // Strided-batched GEMM (ABI 1.4): the members on the same engine. Members
 // too small to be split across the pool on their own run side by side,
-// one per pool thread, when the engine is a single-threaded BLAS (the
-// pool is otherwise idle during each of them); on a threaded BLAS or
+// one per pool thread, when the engine is a single-threaded BLAS or the
+// own kernel (the pool is otherwise idle during each of them); on a
+// threaded BLAS or
 // oneDNN, which thread each call themselves, members run one after the
 // other. Every member computes exactly what op_gemm would.
 // ---------------------------------------------------------------------------
@@ -489,8 +483,10 @@ static accel_status_t accel_cpu_gemm_batch_call(accel_cpu_device_t* device,
   const accel_cpu_gemm_engine_t* e = &t->first.engine;
   bool small = (double)g->m * (double)g->n * (double)g->k <
                (double)ACCEL_CPU_GEMM_SPLIT_FLOPS;
-  if (small && g->k != 0 && e->blas != NULL && !e->blas->threaded &&
-      t->count > 1 && accel_cpu_pool_width(pool) > 1) {
+  bool on_pool = e->id == ACCEL_CPU_ENGINE_ACCEL ||
+                 (e->blas != NULL && !e->blas->threaded);
+  if (small && g->k != 0 && on_pool && t->count > 1 &&
+      accel_cpu_pool_width(pool) > 1) {
     t->plugin = device->plugin;
     atomic_store(&t->status, ACCEL_OK);
     accel_cpu_pool_run(pool, t->count, accel_cpu_gemm_member_chunk, t);

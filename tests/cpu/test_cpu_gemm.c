@@ -16,6 +16,7 @@
 //   ACCEL_CPU_BLAS naming a missing library), GEMM is
 //   ACCEL_ERROR_UNSUPPORTED naming it.
 // Exits 77 when no GEMM engine (or not the forced one) is installed.
+#include <accel/plugin_dtype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,39 +56,76 @@ static float rnd(uint32_t* seed) {
   return (float)(*seed >> 8) / 16777216.0f - 0.5f;
 }
 
-// Runs one f32 GEMM of m x n x k with transposes, padded leading
-// dimensions, alpha 1.25 and `beta`, then checks 3 tiles of 4 x 4 against
-// a double reference.
-static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
-                                bool tb, double beta, bool* out_ok) {
+// Element `i` of `dtype` data at `p`, and the other way.
+static float get_elem(const void* p, accel_dtype_t dtype, size_t i) {
+  const uint16_t* h = p;
+  if (dtype == ACCEL_DTYPE_F16) return accel_plugin_f16_to_f32(h[i]);
+  if (dtype == ACCEL_DTYPE_BF16) return accel_plugin_bf16_to_f32(h[i]);
+  return ((const float*)p)[i];
+}
+
+static void set_elem(void* p, accel_dtype_t dtype, size_t i, float v) {
+  uint16_t* h = p;
+  if (dtype == ACCEL_DTYPE_F16) {
+    h[i] = accel_plugin_f32_to_f16(v);
+  } else if (dtype == ACCEL_DTYPE_BF16) {
+    h[i] = accel_plugin_f32_to_bf16(v);
+  } else {
+    ((float*)p)[i] = v;
+  }
+}
+
+// Runs one GEMM of m x n x k, A and B of `dtype` and C of `cdt`, with
+// transposes, padded leading dimensions, alpha 1.25 and `beta`, then checks
+// 3 tiles of 4 x 4 against a double reference. f16/bf16 inputs are
+// multiples of 1/256 (exact in both), so only the accumulation and the
+// rounding of C differ from the reference.
+static accel_status_t check_gemm(ctx_t* c, accel_dtype_t dtype,
+                                 accel_dtype_t cdt, size_t m, size_t n,
+                                 size_t k, bool ta, bool tb, double beta,
+                                 bool* out_ok) {
   size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
   size_t lda = ac + 3, ldb = bc + 5, ldc = n + 7;
-  float* a = malloc(ar * lda * 4);
-  float* b = malloc(br * ldb * 4);
-  float* cc = malloc(m * ldc * 4);
-  uint32_t seed = (uint32_t)(m * 31 + n * 7 + k + ta * 2 + tb);
-  for (size_t i = 0; i < ar * lda; i++) a[i] = rnd(&seed);
-  for (size_t i = 0; i < br * ldb; i++) b[i] = rnd(&seed);
-  float* c0 = malloc(m * ldc * 4);
-  for (size_t i = 0; i < m * ldc; i++) {
-    c0[i] = cc[i] = beta == 0 ? NAN : rnd(&seed);  // beta 0 ignores NaN
+  size_t es = accel_dtype_size(dtype), ces = accel_dtype_size(cdt);
+  bool half = dtype != ACCEL_DTYPE_F32;
+  void* a = malloc(ar * lda * es);
+  void* b = malloc(br * ldb * es);
+  void* cc = malloc(m * ldc * ces);
+  void* c0 = malloc(m * ldc * ces);
+  uint32_t seed = (uint32_t)(m * 31 + n * 7 + k + ta * 2 + tb + dtype * 3);
+  for (size_t i = 0; i < ar * lda; i++) {
+    float v = rnd(&seed);
+    set_elem(a, dtype, i, half ? roundf(v * 256) / 256 : v);
   }
+  for (size_t i = 0; i < br * ldb; i++) {
+    float v = rnd(&seed);
+    set_elem(b, dtype, i, half ? roundf(v * 256) / 256 : v);
+  }
+  for (size_t i = 0; i < m * ldc; i++) {  // beta 0 ignores NaN
+    set_elem(c0, cdt, i, beta == 0 ? NAN : rnd(&seed));
+  }
+  memcpy(cc, c0, m * ldc * ces);
   accel_buffer_t *ba = NULL, *bb = NULL, *bcb = NULL;
-  accel_status_t s = accel_buffer_create(c->device, ar * lda * 4, &ba);
-  if (s == ACCEL_OK) s = accel_buffer_create(c->device, br * ldb * 4, &bb);
-  if (s == ACCEL_OK) s = accel_buffer_create(c->device, m * ldc * 4, &bcb);
-  if (s == ACCEL_OK) s = accel_buffer_write(ba, 0, a, ar * lda * 4);
-  if (s == ACCEL_OK) s = accel_buffer_write(bb, 0, b, br * ldb * 4);
-  if (s == ACCEL_OK) s = accel_buffer_write(bcb, 0, cc, m * ldc * 4);
+  accel_status_t s = accel_buffer_create(c->device, ar * lda * es, &ba);
+  if (s == ACCEL_OK) s = accel_buffer_create(c->device, br * ldb * es, &bb);
+  if (s == ACCEL_OK) s = accel_buffer_create(c->device, m * ldc * ces, &bcb);
+  if (s == ACCEL_OK) s = accel_buffer_write(ba, 0, a, ar * lda * es);
+  if (s == ACCEL_OK) s = accel_buffer_write(bb, 0, b, br * ldb * es);
+  if (s == ACCEL_OK) s = accel_buffer_write(bcb, 0, cc, m * ldc * ces);
   accel_gemm_t g;
   accel_gemm_init(&g);
+  g.a_dtype = g.b_dtype = dtype, g.c_dtype = cdt;
   g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k;
   g.alpha = 1.25, g.beta = beta;
   g.a = ba, g.lda = lda, g.b = bb, g.ldb = ldb, g.c = bcb, g.ldc = ldc;
   if (s == ACCEL_OK) s = accel_op_gemm(c->stream, &g);
   if (s == ACCEL_OK) s = accel_stream_synchronize(c->stream);
-  if (s == ACCEL_OK) s = accel_buffer_read(bcb, 0, cc, m * ldc * 4);
+  if (s == ACCEL_OK) s = accel_buffer_read(bcb, 0, cc, m * ldc * ces);
   *out_ok = s == ACCEL_OK;
+  // The rounding of C: half an ulp of the result's type.
+  double round = cdt == ACCEL_DTYPE_F16    ? 0x1p-11
+                 : cdt == ACCEL_DTYPE_BF16 ? 0x1p-8
+                                           : 0;
   size_t th = m < 4 ? m : 4, tw = n < 4 ? n : 4;
   const size_t rows[3] = {0, (m - th) / 2, m - th};
   const size_t cols[3] = {0, n - tw, (n - tw) / 3};
@@ -96,19 +134,23 @@ static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
       for (size_t j = cols[t]; j < cols[t] + tw; j++) {
         double ref = 0, mag = 0;
         for (size_t p = 0; p < k; p++) {
-          double x = ta ? a[p * lda + i] : a[i * lda + p];
-          double y = tb ? b[j * ldb + p] : b[p * ldb + j];
+          double x = get_elem(a, dtype, ta ? p * lda + i : i * lda + p);
+          double y = get_elem(b, dtype, tb ? j * ldb + p : p * ldb + j);
           ref += x * y;
           mag += fabs(x * y);
         }
         ref *= 1.25;
+        mag *= 1.25;
+        double old = get_elem(c0, cdt, i * ldc + j);
         if (beta != 0) {
-          ref += beta * c0[i * ldc + j];
-          mag += fabs(beta * c0[i * ldc + j]);
+          ref += beta * old;
+          mag += fabs(beta * old);
         }
-        if (!(fabs(cc[i * ldc + j] - ref) <= 1e-5 * 1.25 * mag + 1e-6)) {
-          printf("  %zux%zux%zu ta=%d tb=%d: C[%zu][%zu] = %g, want %g\n", m, n,
-                 k, ta, tb, i, j, cc[i * ldc + j], ref);
+        double got = get_elem(cc, cdt, i * ldc + j);
+        if (!(fabs(got - ref) <= 1e-5 * mag + round * fabs(ref) + 1e-6)) {
+          printf("  dtype %d/%d %zux%zux%zu ta=%d tb=%d beta=%g: C[%zu][%zu] "
+                 "= %g, want %g\n",
+                 (int)dtype, (int)cdt, m, n, k, ta, tb, beta, i, j, got, ref);
           *out_ok = false;
         }
       }
@@ -122,6 +164,12 @@ static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
   free(b);
   free(a);
   return s;
+}
+
+static accel_status_t check_f32(ctx_t* c, size_t m, size_t n, size_t k, bool ta,
+                                bool tb, double beta, bool* out_ok) {
+  return check_gemm(c, ACCEL_DTYPE_F32, ACCEL_DTYPE_F32, m, n, k, ta, tb, beta,
+                    out_ok);
 }
 
 TEST(no_blas_is_unsupported) {
@@ -181,6 +229,23 @@ TEST(engine_is_named_and_large_products_agree) {
       ASSERT_OK(check_f32(&c, shapes[i][0], shapes[i][1], shapes[i][2], t & 1,
                           t >> 1, (i & 1) ? 0.5 : 0.0, &ok));
       ASSERT(ok);
+    }
+  }
+  // f16 and bf16, with a C of the same type or f32: k of one block and of
+  // several (the own engine blocks k by 256 or 512), every transpose.
+  static const size_t half_shapes[][3] = {{77, 101, 300}, {130, 70, 1100}};
+  static const accel_dtype_t halves[] = {ACCEL_DTYPE_F16, ACCEL_DTYPE_BF16};
+  for (size_t h = 0; h < 2; h++) {
+    for (size_t i = 0; i < 2; i++) {
+      for (int t = 0; t < 4; t++) {
+        for (int cf = 0; cf < 2; cf++) {
+          ASSERT_OK(check_gemm(&c, halves[h], cf ? ACCEL_DTYPE_F32 : halves[h],
+                               half_shapes[i][0], half_shapes[i][1],
+                               half_shapes[i][2], t & 1, t >> 1,
+                               (t + cf) & 1 ? 0.5 : 0.0, &ok));
+          ASSERT(ok);
+        }
+      }
     }
   }
   ctx_close(&c);

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: MIT
+//
+// The plugin's own GEMM engine, "accel": packed panels and a register-
+// blocked micro-kernel, the way BLIS and OpenBLAS are built, with one
+// difference that is the reason it exists: f16 and bf16 operands are
+// converted to f32 while they are packed, so a half GEMM reads 2 bytes per
+// element once and never writes an f32 copy of A or B to memory. The other
+// engines need that copy (none of the Debian libraries multiplies f16 on a
+// CPU without AMX), and on a 2-vCPU Emerald Rapids guest it cost 11% at
+// 1024^3: the conversion runs at memory speed while the product runs from
+// cache (docs/performance.md). Accumulation is f32 throughout, as on the
+// other engines; C is rounded once.
+//
+// Micro-kernels (chosen once from CPUID):
+//   AVX-512F   12 rows x 32 columns: 24 zmm accumulators, k blocks of 512
+//   AVX2+FMA    6 rows x 16 columns: 12 ymm accumulators, k blocks of 256
+// Each step of k broadcasts one element of each of the tile's rows of op(A)
+// and multiplies two vectors of a row of op(B). Without either ISA (or off
+// x86-64) the engine is not available and the timing never sees it.
+//
+// Blocking (per task): op(B) in blocks of kc rows x nq columns, converted
+// into slivers of NR columns, k-major (the block stays in L2: 512 KiB with
+// AVX-512, 256 KiB with AVX2); op(A) in slivers of MR rows x kc, converted
+// row by row with a fixed row stride (in L1), each used against every
+// sliver of the B block. C is written once per k block: f32 C accumulates
+// in place (the first block applies beta); an f16/bf16 C with one k block
+// (k <= kc) is rounded straight from the registers' tile; with more, the
+// block's rows accumulate in an f32 tile of at most ACCEL_CPU_GK_MC rows
+// and are rounded after the last block.
+//
+// Threads: the product is split into one task per pool thread, by
+// columns of C (whole slivers) when there are enough of them, else by
+// rows; each task packs its own B block and its own A slivers, so tasks
+// share nothing but the inputs. Below ACCEL_CPU_GEMM_SPLIT_FLOPS
+// multiply-adds the product runs on the calling thread.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "cpu.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define ACCEL_CPU_GK_X86 1
+#endif
+
+// Rows of C per f32 accumulation tile when an f16/bf16 C takes several k
+// blocks (the tile is ACCEL_CPU_GK_MC x nq floats: 1 MiB with AVX-512).
+#define ACCEL_CPU_GK_MC 1024u
+// Largest micro-tile of any kernel (for the stack buffers).
+#define ACCEL_CPU_GK_TILE_MAX (12u * 32u)
+
+// acc[MR * NR] = op(A) sliver x op(B) sliver over `kc` steps: `ap` holds
+// MR rows of the A sliver at the ISA's row stride (its kc), `bp` holds kc
+// rows of NR floats.
+typedef void (*accel_cpu_gk_fn_t)(uint64_t kc, const float* restrict ap,
+                                  const float* restrict bp,
+                                  float* restrict acc);
+
+typedef struct accel_cpu_gk_isa {
+  const char* name;  // for the engine cache key and the log
+  uint32_t mr, nr;   // micro-tile: rows (broadcast), columns (vectors)
+  uint32_t kc;       // k per block, and the row stride of a packed A sliver
+  uint32_t nq;       // columns of op(B) per packed block
+  accel_cpu_gk_fn_t kernel;
+} accel_cpu_gk_isa_t;
+
+#if ACCEL_CPU_GK_X86
+// One row of the AVX-512 tile: broadcast A[i][k], two FMAs.
+#define ACCEL_CPU_GK_ROW16(i)                                      \
+  do {                                                             \
+    __m512 a_ = _mm512_set1_ps(ap[(i) * 512u + k]);                \
+    c##i##_0 = _mm512_fmadd_ps(a_, b0, c##i##_0);                  \
+    c##i##_1 = _mm512_fmadd_ps(a_, b1, c##i##_1);                  \
+  } while (0)
+#define ACCEL_CPU_GK_STORE16(i)                          \
+  do {                                                   \
+    _mm512_store_ps(acc + (i) * 32u, c##i##_0);          \
+    _mm512_store_ps(acc + (i) * 32u + 16u, c##i##_1);    \
+  } while (0)
+
+__attribute__((target("avx512f"))) static void accel_cpu_gk_avx512(
+    uint64_t kc, const float* restrict ap, const float* restrict bp,
+    float* restrict acc) {
+  __m512 c0_0 = _mm512_setzero_ps(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0;
+  __m512 c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0, c3_1 = c0_0, c4_0 = c0_0;
+  __m512 c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0, c6_0 = c0_0, c6_1 = c0_0;
+  __m512 c7_0 = c0_0, c7_1 = c0_0, c8_0 = c0_0, c8_1 = c0_0, c9_0 = c0_0;
+  __m512 c9_1 = c0_0, c10_0 = c0_0, c10_1 = c0_0, c11_0 = c0_0;
+  __m512 c11_1 = c0_0;
+  for (uint64_t k = 0; k < kc; k++) {
+    __m512 b0 = _mm512_load_ps(bp + k * 32u);
+    __m512 b1 = _mm512_load_ps(bp + k * 32u + 16u);
+    ACCEL_CPU_GK_ROW16(0);
+    ACCEL_CPU_GK_ROW16(1);
+    ACCEL_CPU_GK_ROW16(2);
+    ACCEL_CPU_GK_ROW16(3);
+    ACCEL_CPU_GK_ROW16(4);
+    ACCEL_CPU_GK_ROW16(5);
+    ACCEL_CPU_GK_ROW16(6);
+    ACCEL_CPU_GK_ROW16(7);
+    ACCEL_CPU_GK_ROW16(8);
+    ACCEL_CPU_GK_ROW16(9);
+    ACCEL_CPU_GK_ROW16(10);
+    ACCEL_CPU_GK_ROW16(11);
+  }
+  ACCEL_CPU_GK_STORE16(0);
+  ACCEL_CPU_GK_STORE16(1);
+  ACCEL_CPU_GK_STORE16(2);
+  ACCEL_CPU_GK_STORE16(3);
+  ACCEL_CPU_GK_STORE16(4);
+  ACCEL_CPU_GK_STORE16(5);
+  ACCEL_CPU_GK_STORE16(6);
+  ACCEL_CPU_GK_STORE16(7);
+  ACCEL_CPU_GK_STORE16(8);
+  ACCEL_CPU_GK_STORE16(9);
+  ACCEL_CPU_GK_STORE16(10);
+  ACCEL_CPU_GK_STORE16(11);
+}
+
+// One row of the AVX2 tile.
+#define ACCEL_CPU_GK_ROW8(i)                                   \
+  do {                                                         \
+    __m256 a_ = _mm256_broadcast_ss(ap + (i) * 256u + k);      \
+    c##i##_0 = _mm256_fmadd_ps(a_, b0, c##i##_0);              \
+    c##i##_1 = _mm256_fmadd_ps(a_, b1, c##i##_1);              \
+  } while (0)
+#define ACCEL_CPU_GK_STORE8(i)                          \
+  do {                                                  \
+    _mm256_store_ps(acc + (i) * 16u, c##i##_0);         \
+    _mm256_store_ps(acc + (i) * 16u + 8u, c##i##_1);    \
+  } while (0)
+
+__attribute__((target("avx2,fma"))) static void accel_cpu_gk_avx2(
+    uint64_t kc, const float* restrict ap, const float* restrict bp,
+    float* restrict acc) {
+  __m256 c0_0 = _mm256_setzero_ps(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0;
+  __m256 c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0, c3_1 = c0_0, c4_0 = c0_0;
+  __m256 c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0;
+  for (uint64_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(bp + k * 16u);
+    __m256 b1 = _mm256_load_ps(bp + k * 16u + 8u);
+    ACCEL_CPU_GK_ROW8(0);
+    ACCEL_CPU_GK_ROW8(1);
+    ACCEL_CPU_GK_ROW8(2);
+    ACCEL_CPU_GK_ROW8(3);
+    ACCEL_CPU_GK_ROW8(4);
+    ACCEL_CPU_GK_ROW8(5);
+  }
+  ACCEL_CPU_GK_STORE8(0);
+  ACCEL_CPU_GK_STORE8(1);
+  ACCEL_CPU_GK_STORE8(2);
+  ACCEL_CPU_GK_STORE8(3);
+  ACCEL_CPU_GK_STORE8(4);
+  ACCEL_CPU_GK_STORE8(5);
+}
+
+static const accel_cpu_gk_isa_t accel_cpu_gk_isas[] = {
+    {"avx512-12x32", 12, 32, 512, 256, accel_cpu_gk_avx512},
+    {"avx2-6x16", 6, 16, 256, 256, accel_cpu_gk_avx2},
+};
+#endif  // ACCEL_CPU_GK_X86
+
+// The kernel for this CPU, or NULL. Chosen once; racing first calls
+// choose the same.
+static const accel_cpu_gk_isa_t* accel_cpu_gk_select(void) {
+#if ACCEL_CPU_GK_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return &accel_cpu_gk_isas[0];
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    return &accel_cpu_gk_isas[1];
+  }
+#endif
+  return NULL;
+}
+
+const char* accel_cpu_gk_description(void) {
+  const accel_cpu_gk_isa_t* isa = accel_cpu_gk_select();
+  return isa != NULL ? isa->name : NULL;
+}
+
+// One GEMM, split into tasks.
+typedef struct accel_cpu_gk_job {
+  const accel_cpu_gk_isa_t* isa;
+  const accel_plugin_gemm_t* g;
+  float alpha, beta;
+  size_t es;          // bytes per element of A and B
+  size_t es_c;        // of C
+  uint32_t kc;        // k per block (every block but the last)
+  uint64_t kblocks;   // number of k blocks
+  bool c32;           // an f16/bf16 C over several k blocks
+  bool split_n;       // tasks take columns of C, else rows
+  uint64_t units;     // column slivers (NR) or row slivers (MR) in all
+  uint64_t tasks;
+  unsigned char* scratch;
+  size_t b_bytes;     // of a task's scratch, for its packed B block
+  size_t task_bytes;  // scratch per task
+} accel_cpu_gk_job_t;
+
+static size_t accel_cpu_gk_round(size_t bytes) {
+  return (bytes + ACCEL_CPU_ALIGNMENT - 1) & ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+}
+
+// One element of `dtype` at `p` as f32.
+static inline float accel_cpu_gk_elem(const unsigned char* p, uint32_t dtype) {
+  uint16_t h;
+  switch (dtype) {
+    case ACCEL_DTYPE_F16:
+      memcpy(&h, p, 2);
+      return accel_cpu_f16_to_f32(h);
+    case ACCEL_DTYPE_BF16:
+      memcpy(&h, p, 2);
+      return accel_cpu_bf16_to_f32(h);
+    default: {
+      float f;
+      memcpy(&f, p, 4);
+      return f;
+    }
+  }
+}
+
+// Packs rows [i0, i0 + mv) of op(A), columns [p0, p0 + kc), as MR rows of
+// stride isa->kc; rows from mv up are zero.
+static void accel_cpu_gk_pack_a(const accel_cpu_gk_job_t* j, uint64_t i0,
+                                uint32_t mv, uint64_t p0, uint32_t kc,
+                                float* ap) {
+  const accel_plugin_gemm_t* g = j->g;
+  const accel_cpu_gk_isa_t* isa = j->isa;
+  const unsigned char* a = g->a;
+  if (!g->trans_a) {  // stored m x k: row i is contiguous in k
+    for (uint32_t i = 0; i < mv; i++) {
+      accel_cpu_to_f32_block(ap + (size_t)i * isa->kc,
+                             a + ((i0 + i) * g->lda + p0) * j->es, g->a_dtype,
+                             kc);
+    }
+  } else {  // stored k x m: the sliver's rows are one contiguous run per k
+    for (uint32_t k = 0; k < kc; k++) {
+      const unsigned char* src = a + ((p0 + k) * g->lda + i0) * j->es;
+      for (uint32_t i = 0; i < mv; i++) {
+        ap[(size_t)i * isa->kc + k] = accel_cpu_gk_elem(src + i * j->es,
+                                                        g->a_dtype);
+      }
+    }
+  }
+  for (uint32_t i = mv; i < isa->mr; i++) {
+    memset(ap + (size_t)i * isa->kc, 0, kc * sizeof(float));
+  }
+}
+
+// Packs rows [p0, p0 + kc) of op(B), columns [j0, j0 + nq), as slivers of
+// NR columns (sliver s at bp + s * kc * NR, k-major); columns from nq up to
+// the last sliver's end are zero.
+static void accel_cpu_gk_pack_b(const accel_cpu_gk_job_t* j, uint64_t p0,
+                                uint32_t kc, uint64_t j0, uint32_t nq,
+                                float* bp) {
+  const accel_plugin_gemm_t* g = j->g;
+  const uint32_t nr = j->isa->nr;
+  const unsigned char* b = g->b;
+  if (!g->trans_b) {  // stored k x n: a row of op(B) is contiguous
+    // Row by row, so that memory is read in order (a sliver at a time
+    // would read one line of every row, then the next).
+    for (uint32_t k = 0; k < kc; k++) {
+      const unsigned char* src = b + ((p0 + k) * g->ldb + j0) * j->es;
+      for (uint32_t x = 0; x < nq; x += nr) {
+        uint32_t nv = nq - x < nr ? nq - x : nr;
+        float* d = bp + (size_t)x * kc + (size_t)k * nr;
+        accel_cpu_to_f32_block(d, src + x * j->es, g->b_dtype, nv);
+        if (nv < nr) memset(d + nv, 0, (nr - nv) * 4u);
+      }
+    }
+    return;
+  }
+  // Stored n x k: a column of op(B) is contiguous; convert it, then
+  // scatter it down its sliver.
+  float column[512];
+  for (uint32_t c = 0; c < nq; c++) {
+    accel_cpu_to_f32_block(column, b + ((j0 + c) * g->ldb + p0) * j->es,
+                           g->b_dtype, kc);
+    float* d = bp + (size_t)(c / nr) * kc * nr + c % nr;
+    for (uint32_t k = 0; k < kc; k++) d[(size_t)k * nr] = column[k];
+  }
+  for (uint32_t c = nq; c % nr != 0; c++) {
+    float* d = bp + (size_t)(c / nr) * kc * nr + c % nr;
+    for (uint32_t k = 0; k < kc; k++) d[(size_t)k * nr] = 0.0f;
+  }
+}
+
+enum { ACCEL_CPU_GK_FIRST = 1, ACCEL_CPU_GK_LAST = 2 };
+
+// Adds the tile `acc` (rows [i0, i0 + mv), columns [j0, j0 + nv) of C, the
+// k block's part) into C or into the f32 tile `c32` (row stride `ld32`,
+// positioned at the tile): `phase` says whether this is the first and/or
+// the last k block.
+static void accel_cpu_gk_store(const accel_cpu_gk_job_t* j, const float* acc,
+                               uint64_t i0, uint32_t mv, uint64_t j0,
+                               uint32_t nv, int phase, float* c32,
+                               uint64_t ld32) {
+  const accel_plugin_gemm_t* g = j->g;
+  const uint32_t nr = j->isa->nr;
+  const float alpha = j->alpha, beta = j->beta;
+  const bool first = (phase & ACCEL_CPU_GK_FIRST) != 0;
+  const bool last = (phase & ACCEL_CPU_GK_LAST) != 0;
+  float row[32];
+  for (uint32_t i = 0; i < mv; i++) {
+    const float* t = acc + (size_t)i * nr;
+    unsigned char* c = (unsigned char*)g->c + ((i0 + i) * g->ldc + j0) * j->es_c;
+    if (g->c_dtype == ACCEL_DTYPE_F32) {  // in place, every k block
+      float* cf = (float*)c;
+      if (!first) {
+        for (uint32_t x = 0; x < nv; x++) cf[x] += alpha * t[x];
+      } else if (beta == 0.0f) {
+        for (uint32_t x = 0; x < nv; x++) cf[x] = alpha * t[x];
+      } else {
+        for (uint32_t x = 0; x < nv; x++) cf[x] = alpha * t[x] + beta * cf[x];
+      }
+      continue;
+    }
+    float* r32 = j->c32 ? c32 + (size_t)i * ld32 : row;
+    if (first) {
+      if (beta == 0.0f) {
+        for (uint32_t x = 0; x < nv; x++) r32[x] = alpha * t[x];
+      } else {
+        accel_cpu_to_f32_block(row, c, g->c_dtype, nv);
+        for (uint32_t x = 0; x < nv; x++) r32[x] = alpha * t[x] + beta * row[x];
+      }
+    } else {
+      for (uint32_t x = 0; x < nv; x++) r32[x] += alpha * t[x];
+    }
+    if (last) accel_cpu_from_f32_block(c, r32, g->c_dtype, nv);
+  }
+}
+
+static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
+  (void)worker;
+  const accel_cpu_gk_job_t* j = ctx;
+  const accel_plugin_gemm_t* g = j->g;
+  const accel_cpu_gk_isa_t* isa = j->isa;
+  const uint32_t mr = isa->mr, nr = isa->nr;
+  uint64_t lo = j->units * t / j->tasks, hi = j->units * (t + 1) / j->tasks;
+  uint64_t m0 = 0, m1 = g->m, n0 = 0, n1 = g->n;
+  if (j->split_n) {
+    n0 = lo * nr;
+    n1 = hi * nr < g->n ? hi * nr : g->n;
+  } else {
+    m0 = lo * mr;
+    m1 = hi * mr < g->m ? hi * mr : g->m;
+  }
+  if (m0 >= m1 || n0 >= n1) return;
+  unsigned char* s = j->scratch + j->task_bytes * t;
+  float* bp = (float*)s;
+  float* ap = (float*)(s + j->b_bytes);
+  float* acc = ap + (size_t)mr * isa->kc;
+  float* c32 = acc + ACCEL_CPU_GK_TILE_MAX;
+  uint64_t mc = j->c32 ? ACCEL_CPU_GK_MC / mr * mr : m1 - m0;
+  for (uint64_t jq = n0; jq < n1; jq += isa->nq) {
+    uint32_t nq = (uint32_t)(n1 - jq < isa->nq ? n1 - jq : isa->nq);
+    for (uint64_t ic = m0; ic < m1; ic += mc) {
+      uint64_t ie = m1 - ic < mc ? m1 : ic + mc;
+      for (uint64_t blk = 0; blk < j->kblocks; blk++) {
+        uint64_t p0 = blk * j->kc;
+        uint32_t kc = (uint32_t)(g->k - p0 < j->kc ? g->k - p0 : j->kc);
+        int phase = (blk == 0 ? ACCEL_CPU_GK_FIRST : 0) |
+                    (blk + 1 == j->kblocks ? ACCEL_CPU_GK_LAST : 0);
+        accel_cpu_gk_pack_b(j, p0, kc, jq, nq, bp);
+        for (uint64_t ir = ic; ir < ie; ir += mr) {
+          uint32_t mv = (uint32_t)(ie - ir < mr ? ie - ir : mr);
+          accel_cpu_gk_pack_a(j, ir, mv, p0, kc, ap);
+          for (uint32_t x = 0; x < nq; x += nr) {
+            uint32_t nv = nq - x < nr ? nq - x : nr;
+            isa->kernel(kc, ap, bp + (size_t)x * kc, acc);
+            accel_cpu_gk_store(j, acc, ir, mv, jq + x, nv, phase,
+                               c32 + (ir - ic) * isa->nq + x, isa->nq);
+          }
+        }
+      }
+    }
+  }
+}
+
+accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
+                                 accel_cpu_pool_t* pool,
+                                 const accel_plugin_gemm_t* g, char* message,
+                                 size_t size) {
+  const accel_cpu_gk_isa_t* isa = accel_cpu_gk_select();
+  if (isa == NULL) {
+    snprintf(message, size,
+             "gemm: the accel engine needs AVX2 and FMA or AVX-512F");
+    return ACCEL_ERROR_UNSUPPORTED;
+  }
+  accel_cpu_gk_job_t j = {
+      .isa = isa,
+      .g = g,
+      .alpha = (float)g->alpha,
+      .beta = (float)g->beta,
+      .es = accel_plugin_dtype_size(g->a_dtype),
+      .es_c = accel_plugin_dtype_size(g->c_dtype),
+  };
+  j.kblocks = (g->k + isa->kc - 1) / isa->kc;
+  j.kc = (uint32_t)((g->k + j.kblocks - 1) / j.kblocks);  // balanced blocks
+  j.c32 = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1;
+  uint64_t width = accel_cpu_pool_width(pool);
+  bool split = (double)g->m * (double)g->n * (double)g->k >=
+               (double)ACCEL_CPU_GEMM_SPLIT_FLOPS;
+  uint64_t tasks = split && width > 1 ? width : 1;
+  uint64_t cols = (g->n + isa->nr - 1) / isa->nr;
+  uint64_t rows = (g->m + isa->mr - 1) / isa->mr;
+  j.split_n = cols >= tasks || cols >= rows;
+  j.units = j.split_n ? cols : rows;
+  j.tasks = tasks < j.units ? tasks : j.units;
+  // Scratch per task, sized by the product (a small GEMM takes little):
+  // the B block, the A sliver (rows isa->kc apart), the tile, the f32 rows.
+  uint64_t cols_b = (g->n + isa->nr - 1) / isa->nr * isa->nr;
+  if (cols_b > isa->nq) cols_b = isa->nq;
+  uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC : 0;
+  if (rows_c32 > g->m) rows_c32 = g->m;
+  j.b_bytes = accel_cpu_gk_round((size_t)j.kc * cols_b * 4u);
+  j.task_bytes = j.b_bytes + accel_cpu_gk_round(
+                                 ((size_t)isa->mr * isa->kc +
+                                  ACCEL_CPU_GK_TILE_MAX +
+                                  (size_t)rows_c32 * isa->nq) *
+                                 4u);
+  accel_cpu_scratch_t* scratch =
+      accel_cpu_scratch_take(plugin, j.task_bytes * j.tasks);
+  if (scratch == NULL) {
+    snprintf(message, size, "gemm: out of host memory for packed panels");
+    return ACCEL_ERROR_OUT_OF_MEMORY;
+  }
+  j.scratch = scratch->data;
+  accel_cpu_pool_run(j.tasks > 1 ? pool : NULL, j.tasks, accel_cpu_gk_task,
+                     &j);
+  accel_cpu_scratch_give(plugin, scratch);
+  return ACCEL_OK;
+}
