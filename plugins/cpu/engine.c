@@ -31,7 +31,7 @@
 struct accel_cpu_engines {
   accel_cpu_blas_t* blas[3];   // by engine id; NULL when not loaded
   accel_cpu_onednn_t* onednn;  // NULL when not loaded
-  const char* own;             // the own kernel ("avx512-12x32"), or NULL
+  const accel_cpu_gk_isa_t* own;  // the own kernel, or NULL
   char key[512];               // the disk-cache key
 };
 
@@ -184,12 +184,13 @@ static accel_cpu_engines_t* accel_cpu_engines_load(accel_cpu_plugin_t* plugin,
     }
   }
   e->onednn = accel_cpu_onednn_load(width, tried, size);
-  e->own = accel_cpu_gk_description();
+  char why[96];
+  e->own = accel_cpu_gk_choose(host->getenv(host, "ACCEL_CPU_GEMM_ISA"), why,
+                               sizeof(why));
   if (e->own == NULL) {
     size_t used = strlen(tried);
-    snprintf(tried + used, size - used,
-             "%saccel (the own kernel needs AVX2 and FMA, or AVX-512F)",
-             used > 0 ? "; " : "");
+    snprintf(tried + used, size - used, "%saccel (%s)", used > 0 ? "; " : "",
+             why);
   }
   if (e->blas[0] == NULL && e->blas[1] == NULL && e->blas[2] == NULL &&
       e->onednn == NULL && e->own == NULL) {
@@ -209,7 +210,7 @@ static accel_cpu_engines_t* accel_cpu_engines_load(accel_cpu_plugin_t* plugin,
   snprintf(e->key + used, sizeof(e->key) - used, "%s,accel-%s",
            e->onednn != NULL ? accel_cpu_onednn_description(e->onednn)
                              : "no-onednn",
-           e->own != NULL ? e->own : "none");
+           e->own != NULL ? accel_cpu_gk_name(e->own) : "none");
   return e;
 }
 
@@ -238,6 +239,7 @@ static void accel_cpu_engine_fill(const accel_cpu_engines_t* e, int id,
                         id == ACCEL_CPU_ENGINE_ONEDNN_F32
                     ? e->onednn
                     : NULL;
+  out->own = id == ACCEL_CPU_ENGINE_ACCEL ? e->own : NULL;
   out->native = id == ACCEL_CPU_ENGINE_ONEDNN && dt > 0 &&
                 accel_cpu_onednn_native(out->onednn, dt == 1
                                                          ? ACCEL_DTYPE_F16

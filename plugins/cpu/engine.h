@@ -12,6 +12,9 @@
 #error "include cpu.h, which includes engine.h"
 #endif
 
+// One of the own engine's micro-kernels (an AVX-512 or an AVX2 build).
+typedef struct accel_cpu_gk_isa accel_cpu_gk_isa_t;
+
 // ---------------------------------------------------------------------------
 // BLAS (blas.c)
 // ---------------------------------------------------------------------------
@@ -131,6 +134,7 @@ typedef struct accel_cpu_gemm_engine {
   bool native;                       // oneDNN multiplies f16/bf16 itself
   const accel_cpu_blas_t* blas;      // the library, for a BLAS engine
   const accel_cpu_onednn_t* onednn;  // for ACCEL_CPU_ENGINE_ONEDNN(_F32)
+  const accel_cpu_gk_isa_t* own;     // for ACCEL_CPU_ENGINE_ACCEL
 } accel_cpu_gemm_engine_t;
 
 // The engine for `gemm` (A and B f32, f16 or bf16; its size class from m,
@@ -256,18 +260,25 @@ void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin, accel_cpu_scratch_t* s);
 // The own engine (gemm_kernel.c)
 // ---------------------------------------------------------------------------
 
-// The own kernel this CPU runs ("avx512-12x32", "avx2-6x16"), or NULL when
-// it has neither AVX-512F nor AVX2 with FMA (then the engine is not
-// available). Chosen once from CPUID; thread-safe.
-const char* accel_cpu_gk_description(void);
+// The kernel the own engine runs here: the widest this CPU has (CPUID:
+// AVX-512F, else AVX2 with FMA), at most `limit` ("avx512", "avx2"; NULL
+// or empty: no limit; ACCEL_CPU_GEMM_ISA). NULL, with the reason in
+// `why`, when the CPU has none of them or `limit` is not a kernel name.
+// Thread-safe.
+const accel_cpu_gk_isa_t* accel_cpu_gk_choose(const char* limit, char* why,
+                                              size_t size);
+
+// "avx512-12x32" or "avx2-6x16": in the engine cache key and the log.
+const char* accel_cpu_gk_name(const accel_cpu_gk_isa_t* isa);
 
 // Runs the GEMM `g` (pointers already offset, k > 0, A and B f32, f16 or
-// bf16, C of A's dtype or f32) on the own kernel, split across `pool`
-// (NULL: the calling thread). ACCEL_ERROR_UNSUPPORTED when the CPU has no
-// kernel, ACCEL_ERROR_OUT_OF_MEMORY when the packed panels cannot be
-// allocated; the reason in `message`. Thread-safe.
+// bf16, C of A's dtype or f32) on the own kernel `isa`, split across
+// `pool` (NULL: the calling thread). ACCEL_ERROR_OUT_OF_MEMORY when the
+// packed panels cannot be allocated, the reason in `message`.
+// Thread-safe.
 accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
                                  accel_cpu_pool_t* pool,
+                                 const accel_cpu_gk_isa_t* isa,
                                  const accel_plugin_gemm_t* g, char* message,
                                  size_t size);
 

@@ -314,7 +314,7 @@ accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
     return ACCEL_OK;
   }
   if (e->id == ACCEL_CPU_ENGINE_ACCEL) {
-    return accel_cpu_gk_gemm(plugin, pool, g, message, size);
+    return accel_cpu_gk_gemm(plugin, pool, e->own, g, message, size);
   }
   if (g->a_dtype != ACCEL_DTYPE_F32) {
     if (e->native) {

@@ -11,7 +11,8 @@
 // cache (docs/performance.md). Accumulation is f32 throughout, as on the
 // other engines; C is rounded once.
 //
-// Micro-kernels (chosen once from CPUID):
+// Micro-kernels (the first this CPU runs, from CPUID, at most the one
+// ACCEL_CPU_GEMM_ISA names):
 //   AVX-512F   12 rows x 32 columns: 24 zmm accumulators, k blocks of 512
 //   AVX2+FMA    6 rows x 16 columns: 12 ymm accumulators, k blocks of 256
 // Each step of k broadcasts one element of each of the tile's rows of op(A)
@@ -58,13 +59,13 @@ typedef void (*accel_cpu_gk_fn_t)(uint64_t kc, const float* restrict ap,
                                   const float* restrict bp,
                                   float* restrict acc);
 
-typedef struct accel_cpu_gk_isa {
+struct accel_cpu_gk_isa {
   const char* name;  // for the engine cache key and the log
   uint32_t mr, nr;   // micro-tile: rows (broadcast), columns (vectors)
   uint32_t kc;       // k per block, and the row stride of a packed A sliver
   uint32_t nq;       // columns of op(B) per packed block
   accel_cpu_gk_fn_t kernel;
-} accel_cpu_gk_isa_t;
+};
 
 #if ACCEL_CPU_GK_X86
 // One row of the AVX-512 tile: broadcast A[i][k], two FMAs.
@@ -162,22 +163,47 @@ static const accel_cpu_gk_isa_t accel_cpu_gk_isas[] = {
 };
 #endif  // ACCEL_CPU_GK_X86
 
-// The kernel for this CPU, or NULL. Chosen once; racing first calls
-// choose the same.
-static const accel_cpu_gk_isa_t* accel_cpu_gk_select(void) {
+// Kernels in the order they are preferred, each with what it needs.
+static bool accel_cpu_gk_runs(int index) {
 #if ACCEL_CPU_GK_X86
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return &accel_cpu_gk_isas[0];
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return &accel_cpu_gk_isas[1];
+  if (index == 0) return __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  (void)index;
+  return false;
+#endif
+}
+
+const accel_cpu_gk_isa_t* accel_cpu_gk_choose(const char* limit, char* why,
+                                              size_t size) {
+#if ACCEL_CPU_GK_X86
+  int first = 0;
+  if (limit != NULL && limit[0] != '\0') {
+    if (strcmp(limit, "avx512") == 0) {
+      first = 0;
+    } else if (strcmp(limit, "avx2") == 0) {
+      first = 1;
+    } else {
+      snprintf(why, size,
+               "ACCEL_CPU_GEMM_ISA='%.40s' is not avx512 or avx2", limit);
+      return NULL;
+    }
   }
+  for (int i = first; i < 2; i++) {
+    if (accel_cpu_gk_runs(i)) return &accel_cpu_gk_isas[i];
+  }
+  snprintf(why, size, "the own kernel needs %s",
+           first == 0 ? "AVX-512F, or AVX2 and FMA" : "AVX2 and FMA");
+#else
+  (void)limit;
+  snprintf(why, size, "the own kernel needs an x86-64 CPU with AVX2 and FMA");
 #endif
   return NULL;
 }
 
-const char* accel_cpu_gk_description(void) {
-  const accel_cpu_gk_isa_t* isa = accel_cpu_gk_select();
-  return isa != NULL ? isa->name : NULL;
+const char* accel_cpu_gk_name(const accel_cpu_gk_isa_t* isa) {
+  return isa->name;
 }
 
 // One GEMM, split into tasks.
@@ -380,14 +406,9 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
 
 accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
                                  accel_cpu_pool_t* pool,
+                                 const accel_cpu_gk_isa_t* isa,
                                  const accel_plugin_gemm_t* g, char* message,
                                  size_t size) {
-  const accel_cpu_gk_isa_t* isa = accel_cpu_gk_select();
-  if (isa == NULL) {
-    snprintf(message, size,
-             "gemm: the accel engine needs AVX2 and FMA or AVX-512F");
-    return ACCEL_ERROR_UNSUPPORTED;
-  }
   accel_cpu_gk_job_t j = {
       .isa = isa,
       .g = g,

@@ -14,7 +14,9 @@
 // - f16/bf16 GEMM against f32 GEMM timings are printed (not asserted);
 // - with the BLAS engine forced and no BLAS (CPU_TEST_NO_BLAS, set with
 //   ACCEL_CPU_BLAS naming a missing library), GEMM is
-//   ACCEL_ERROR_UNSUPPORTED naming it.
+//   ACCEL_ERROR_UNSUPPORTED naming it; the same with the own engine forced
+//   and ACCEL_CPU_GEMM_ISA naming no kernel (CPU_TEST_NO_BLAS is then the
+//   text the message must hold, CPU_TEST_ENGINE the forced engine).
 // Exits 77 when no GEMM engine (or not the forced one) is installed.
 #include <accel/plugin_dtype.h>
 #include <math.h>
@@ -188,9 +190,11 @@ TEST(no_blas_is_unsupported) {
   // Asked again: the same answer, without searching again.
   ASSERT_STATUS(accel_op_gemm(c.stream, &g), ACCEL_ERROR_UNSUPPORTED);
   ASSERT_STR_CONTAINS(accel_last_error(), lib);
-  char f[512];
+  char f[512], want[64];
   features(c.device, f, sizeof(f));
-  ASSERT_STR_CONTAINS(f, "gemm-f32=blas");
+  const char* engine = getenv("CPU_TEST_ENGINE");
+  snprintf(want, sizeof(want), "gemm-f32=%s", engine != NULL ? engine : "blas");
+  ASSERT_STR_CONTAINS(f, want);
   accel_buffer_release(buf);
   ctx_close(&c);
 }
