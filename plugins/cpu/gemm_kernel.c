@@ -42,6 +42,7 @@
 #include "cpu.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define ACCEL_CPU_GK_X86 1
 #endif
@@ -49,6 +50,8 @@
 // Rows of C per f32 accumulation tile when an f16/bf16 C takes several k
 // blocks (the tile is ACCEL_CPU_GK_MC x nq floats: 1 MiB with AVX-512).
 #define ACCEL_CPU_GK_MC 1024u
+// A slivers packed at a time (a transposed A is read across them).
+#define ACCEL_CPU_GK_SLIVERS 8u
 // Largest micro-tile of any kernel (for the stack buffers).
 #define ACCEL_CPU_GK_TILE_MAX (12u * 32u)
 
@@ -59,13 +62,45 @@ typedef void (*accel_cpu_gk_fn_t)(uint64_t kc, const float* restrict ap,
                                   const float* restrict bp,
                                   float* restrict acc);
 
+// Transposes while converting, for the operands stored across the packed
+// layout (a transposed A, a transposed B): reads `rows` (<= W) rows of
+// `cols` (<= W) elements of `dtype`, `stride` bytes apart from `src`, as a
+// W x W tile of f32 (zeros outside), and stores its first `dst_rows`
+// columns as rows `dst_stride` floats apart at `dst`, `len` floats each.
+// W is the ISA's vector width in floats (16 or 8).
+typedef void (*accel_cpu_gk_tile_fn_t)(const unsigned char* src,
+                                       size_t stride, uint32_t dtype,
+                                       uint32_t rows, uint32_t cols,
+                                       float* dst, size_t dst_stride,
+                                       uint32_t dst_rows, uint32_t len);
+
 struct accel_cpu_gk_isa {
   const char* name;  // for the engine cache key and the log
   uint32_t mr, nr;   // micro-tile: rows (broadcast), columns (vectors)
   uint32_t kc;       // k per block, and the row stride of a packed A sliver
   uint32_t nq;       // columns of op(B) per packed block
+  uint32_t width;    // floats per vector: the transposing tile's W
   accel_cpu_gk_fn_t kernel;
+  accel_cpu_gk_tile_fn_t tile;
 };
+
+// One element of `dtype` at `p` as f32.
+static inline float accel_cpu_gk_elem(const unsigned char* p, uint32_t dtype) {
+  uint16_t h;
+  switch (dtype) {
+    case ACCEL_DTYPE_F16:
+      memcpy(&h, p, 2);
+      return accel_cpu_f16_to_f32(h);
+    case ACCEL_DTYPE_BF16:
+      memcpy(&h, p, 2);
+      return accel_cpu_bf16_to_f32(h);
+    default: {
+      float f;
+      memcpy(&f, p, 4);
+      return f;
+    }
+  }
+}
 
 #if ACCEL_CPU_GK_X86
 // One row of the AVX-512 tile: broadcast A[i][k], two FMAs.
@@ -157,9 +192,120 @@ __attribute__((target("avx2,fma"))) static void accel_cpu_gk_avx2(
   ACCEL_CPU_GK_STORE8(5);
 }
 
+#define ACCEL_CPU_GK_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+// `cols` (<= 16) elements of `dtype` at `p` as 16 floats, zeros after.
+ACCEL_CPU_GK_AVX512 static inline __m512 accel_cpu_gk_load16(
+    const unsigned char* p, uint32_t dtype, uint32_t cols) {
+  __mmask16 m = (__mmask16)((1u << cols) - 1u);
+  if (dtype == ACCEL_DTYPE_F16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+  }
+  if (dtype == ACCEL_DTYPE_BF16) {
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  return _mm512_maskz_loadu_ps(m, p);
+}
+
+// The 16 x 16 transpose in four rounds: round b swaps the off-diagonal
+// b x b blocks of every 2b x 2b block (rows x and x + b, lanes by b).
+ACCEL_CPU_GK_AVX512 static void accel_cpu_gk_tile16(
+    const unsigned char* src, size_t stride, uint32_t dtype, uint32_t rows,
+    uint32_t cols, float* dst, size_t dst_stride, uint32_t dst_rows,
+    uint32_t len) {
+  __m512 r[16];
+  for (uint32_t x = 0; x < 16; x++) {
+    r[x] = x < rows ? accel_cpu_gk_load16(src + x * stride, dtype, cols)
+                    : _mm512_setzero_ps();
+  }
+  // Lane l of round b's first output: row x's lane l where l's b-block is
+  // even, else row x + b's lane l - b (index 16 + ...); the second: row
+  // x's lane l + b, or row x + b's lane l.
+  static const int32_t lo[4][16] = {
+      {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23},
+      {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27},
+      {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29},
+      {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}};
+  static const int32_t hi[4][16] = {
+      {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31},
+      {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31},
+      {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31},
+      {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}};
+  for (uint32_t round = 0, b = 8; round < 4; round++, b /= 2) {
+    __m512i ilo = _mm512_loadu_si512(lo[round]);
+    __m512i ihi = _mm512_loadu_si512(hi[round]);
+    for (uint32_t base = 0; base < 16; base += 2 * b) {
+      for (uint32_t y = base; y < base + b; y++) {
+        __m512 a = r[y], c = r[(y + b) & 15u];
+        r[y] = _mm512_permutex2var_ps(a, ilo, c);
+        r[(y + b) & 15u] = _mm512_permutex2var_ps(a, ihi, c);
+      }
+    }
+  }
+  __mmask16 m = (__mmask16)((1u << len) - 1u);
+  for (uint32_t x = 0; x < dst_rows; x++) {
+    _mm512_mask_storeu_ps(dst + x * dst_stride, m, r[x]);
+  }
+}
+
+#define ACCEL_CPU_GK_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+// `cols` (<= 8) elements of `dtype` at `p` as 8 floats, zeros after (AVX2
+// has no 16-bit masked load: a short row goes through the stack).
+ACCEL_CPU_GK_AVX2 static inline __m256 accel_cpu_gk_load8(
+    const unsigned char* p, uint32_t dtype, uint32_t cols) {
+  if (cols < 8) {
+    float t[8] = {0};
+    size_t es = dtype == ACCEL_DTYPE_F32 ? 4 : 2;
+    for (uint32_t i = 0; i < cols; i++) t[i] = accel_cpu_gk_elem(p + i * es, dtype);
+    return _mm256_loadu_ps(t);
+  }
+  if (dtype == ACCEL_DTYPE_F16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+  }
+  if (dtype == ACCEL_DTYPE_BF16) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  return _mm256_loadu_ps((const float*)p);
+}
+
+// The classic 8 x 8 transpose: unpack pairs, shuffle quads, swap halves.
+ACCEL_CPU_GK_AVX2 static void accel_cpu_gk_tile8(
+    const unsigned char* src, size_t stride, uint32_t dtype, uint32_t rows,
+    uint32_t cols, float* dst, size_t dst_stride, uint32_t dst_rows,
+    uint32_t len) {
+  __m256 r[8], t[8], q[8];
+  for (uint32_t x = 0; x < 8; x++) {
+    r[x] = x < rows ? accel_cpu_gk_load8(src + x * stride, dtype, cols)
+                    : _mm256_setzero_ps();
+  }
+  for (uint32_t x = 0; x < 8; x += 2) {
+    t[x] = _mm256_unpacklo_ps(r[x], r[x + 1]);
+    t[x + 1] = _mm256_unpackhi_ps(r[x], r[x + 1]);
+  }
+  for (uint32_t x = 0; x < 8; x += 4) {
+    q[x] = _mm256_shuffle_ps(t[x], t[x + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    q[x + 1] = _mm256_shuffle_ps(t[x], t[x + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    q[x + 2] = _mm256_shuffle_ps(t[x + 1], t[x + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    q[x + 3] = _mm256_shuffle_ps(t[x + 1], t[x + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (uint32_t x = 0; x < 4; x++) {
+    r[x] = _mm256_permute2f128_ps(q[x], q[x + 4], 0x20);
+    r[x + 4] = _mm256_permute2f128_ps(q[x], q[x + 4], 0x31);
+  }
+  __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)len),
+                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (uint32_t x = 0; x < dst_rows; x++) {
+    _mm256_maskstore_ps(dst + x * dst_stride, m, r[x]);
+  }
+}
+
 static const accel_cpu_gk_isa_t accel_cpu_gk_isas[] = {
-    {"avx512-12x32", 12, 32, 512, 256, accel_cpu_gk_avx512},
-    {"avx2-6x16", 6, 16, 256, 256, accel_cpu_gk_avx2},
+    {"avx512-12x32", 12, 32, 512, 256, 16, accel_cpu_gk_avx512,
+     accel_cpu_gk_tile16},
+    {"avx2-6x16", 6, 16, 256, 256, 8, accel_cpu_gk_avx2, accel_cpu_gk_tile8},
 };
 #endif  // ACCEL_CPU_GK_X86
 
@@ -167,8 +313,16 @@ static const accel_cpu_gk_isa_t accel_cpu_gk_isas[] = {
 static bool accel_cpu_gk_runs(int index) {
 #if ACCEL_CPU_GK_X86
   __builtin_cpu_init();
-  if (index == 0) return __builtin_cpu_supports("avx512f");
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (index == 0) {
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+  }
+  // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+  // does not know "f16c". Every AVX2 CPU has it.
+  unsigned a, b, c, d;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 #else
   (void)index;
   return false;
@@ -194,7 +348,8 @@ const accel_cpu_gk_isa_t* accel_cpu_gk_choose(const char* limit, char* why,
     if (accel_cpu_gk_runs(i)) return &accel_cpu_gk_isas[i];
   }
   snprintf(why, size, "the own kernel needs %s",
-           first == 0 ? "AVX-512F, or AVX2 and FMA" : "AVX2 and FMA");
+           first == 0 ? "AVX-512F/BW/VL, or AVX2, FMA and F16C"
+                      : "AVX2, FMA and F16C");
 #else
   (void)limit;
   snprintf(why, size, "the own kernel needs an x86-64 CPU with AVX2 and FMA");
@@ -228,49 +383,41 @@ static size_t accel_cpu_gk_round(size_t bytes) {
   return (bytes + ACCEL_CPU_ALIGNMENT - 1) & ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
 }
 
-// One element of `dtype` at `p` as f32.
-static inline float accel_cpu_gk_elem(const unsigned char* p, uint32_t dtype) {
-  uint16_t h;
-  switch (dtype) {
-    case ACCEL_DTYPE_F16:
-      memcpy(&h, p, 2);
-      return accel_cpu_f16_to_f32(h);
-    case ACCEL_DTYPE_BF16:
-      memcpy(&h, p, 2);
-      return accel_cpu_bf16_to_f32(h);
-    default: {
-      float f;
-      memcpy(&f, p, 4);
-      return f;
-    }
-  }
-}
-
-// Packs rows [i0, i0 + mv) of op(A), columns [p0, p0 + kc), as MR rows of
-// stride isa->kc; rows from mv up are zero.
+// Packs rows [i0, i0 + rows) of op(A), columns [p0, p0 + kc), as slivers
+// of MR rows, each row isa->kc floats after the last (sliver s at
+// ap + s * MR * isa->kc); rows from `rows` up to the last sliver's end are
+// zero. A transposed A is read a group of W rows of k at a time across
+// every sliver, so that each of those rows is read in order.
 static void accel_cpu_gk_pack_a(const accel_cpu_gk_job_t* j, uint64_t i0,
-                                uint32_t mv, uint64_t p0, uint32_t kc,
+                                uint32_t rows, uint64_t p0, uint32_t kc,
                                 float* ap) {
   const accel_plugin_gemm_t* g = j->g;
   const accel_cpu_gk_isa_t* isa = j->isa;
   const unsigned char* a = g->a;
+  const uint32_t mr = isa->mr;
+  const uint32_t padded = (rows + mr - 1) / mr * mr;
   if (!g->trans_a) {  // stored m x k: row i is contiguous in k
-    for (uint32_t i = 0; i < mv; i++) {
+    for (uint32_t i = 0; i < rows; i++) {
       accel_cpu_to_f32_block(ap + (size_t)i * isa->kc,
                              a + ((i0 + i) * g->lda + p0) * j->es, g->a_dtype,
                              kc);
     }
-  } else {  // stored k x m: the sliver's rows are one contiguous run per k
-    for (uint32_t k = 0; k < kc; k++) {
-      const unsigned char* src = a + ((p0 + k) * g->lda + i0) * j->es;
-      for (uint32_t i = 0; i < mv; i++) {
-        ap[(size_t)i * isa->kc + k] = accel_cpu_gk_elem(src + i * j->es,
-                                                        g->a_dtype);
-      }
+    for (uint32_t i = rows; i < padded; i++) {
+      memset(ap + (size_t)i * isa->kc, 0, kc * sizeof(float));
     }
+    return;
   }
-  for (uint32_t i = mv; i < isa->mr; i++) {
-    memset(ap + (size_t)i * isa->kc, 0, kc * sizeof(float));
+  // Stored k x m: W rows of k by one sliver's MR values, transposed (the
+  // zero rows from `rows` up come with the tile).
+  const size_t stride = g->lda * j->es;
+  for (uint32_t k = 0; k < kc; k += isa->width) {
+    uint32_t kk = kc - k < isa->width ? kc - k : isa->width;
+    const unsigned char* src = a + ((p0 + k) * g->lda + i0) * j->es;
+    for (uint32_t i = 0; i < rows; i += mr) {
+      uint32_t mv = rows - i < mr ? rows - i : mr;
+      isa->tile(src + i * j->es, stride, g->a_dtype, kk, mv,
+                ap + (size_t)i * isa->kc + k, isa->kc, mr, kk);
+    }
   }
 }
 
@@ -297,18 +444,21 @@ static void accel_cpu_gk_pack_b(const accel_cpu_gk_job_t* j, uint64_t p0,
     }
     return;
   }
-  // Stored n x k: a column of op(B) is contiguous; convert it, then
-  // scatter it down its sliver.
-  float column[512];
-  for (uint32_t c = 0; c < nq; c++) {
-    accel_cpu_to_f32_block(column, b + ((j0 + c) * g->ldb + p0) * j->es,
-                           g->b_dtype, kc);
-    float* d = bp + (size_t)(c / nr) * kc * nr + c % nr;
-    for (uint32_t k = 0; k < kc; k++) d[(size_t)k * nr] = column[k];
-  }
-  for (uint32_t c = nq; c % nr != 0; c++) {
-    float* d = bp + (size_t)(c / nr) * kc * nr + c % nr;
-    for (uint32_t k = 0; k < kc; k++) d[(size_t)k * nr] = 0.0f;
+  // Stored n x k: a column of op(B) is contiguous in k. W columns by W
+  // values of k at a time, transposed into the sliver's rows (columns
+  // from nq up are zero: their tile rows are not read).
+  const uint32_t w = j->isa->width;
+  const size_t stride = g->ldb * j->es;
+  for (uint32_t x = 0; x < nq || x % nr != 0; x += w) {
+    uint32_t cols = x < nq ? (nq - x < w ? nq - x : w) : 0;
+    const unsigned char* src =
+        cols > 0 ? b + ((j0 + x) * g->ldb + p0) * j->es : b;
+    float* d = bp + (size_t)(x / nr) * kc * nr + x % nr;
+    for (uint32_t k = 0; k < kc; k += w) {
+      uint32_t kk = kc - k < w ? kc - k : w;
+      j->isa->tile(cols > 0 ? src + k * j->es : src, stride, g->b_dtype, cols,
+                   kk, d + (size_t)k * nr, nr, kk, w);
+    }
   }
 }
 
@@ -376,7 +526,8 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
   unsigned char* s = j->scratch + j->task_bytes * t;
   float* bp = (float*)s;
   float* ap = (float*)(s + j->b_bytes);
-  float* acc = ap + (size_t)mr * isa->kc;
+  const uint32_t group = ACCEL_CPU_GK_SLIVERS * mr;  // rows of A packed
+  float* acc = ap + (size_t)group * isa->kc;
   float* c32 = acc + ACCEL_CPU_GK_TILE_MAX;
   uint64_t mc = j->c32 ? ACCEL_CPU_GK_MC / mr * mr : m1 - m0;
   for (uint64_t jq = n0; jq < n1; jq += isa->nq) {
@@ -389,14 +540,18 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
         int phase = (blk == 0 ? ACCEL_CPU_GK_FIRST : 0) |
                     (blk + 1 == j->kblocks ? ACCEL_CPU_GK_LAST : 0);
         accel_cpu_gk_pack_b(j, p0, kc, jq, nq, bp);
-        for (uint64_t ir = ic; ir < ie; ir += mr) {
-          uint32_t mv = (uint32_t)(ie - ir < mr ? ie - ir : mr);
-          accel_cpu_gk_pack_a(j, ir, mv, p0, kc, ap);
-          for (uint32_t x = 0; x < nq; x += nr) {
-            uint32_t nv = nq - x < nr ? nq - x : nr;
-            isa->kernel(kc, ap, bp + (size_t)x * kc, acc);
-            accel_cpu_gk_store(j, acc, ir, mv, jq + x, nv, phase,
-                               c32 + (ir - ic) * isa->nq + x, isa->nq);
+        for (uint64_t ig = ic; ig < ie; ig += group) {
+          uint32_t rows = (uint32_t)(ie - ig < group ? ie - ig : group);
+          accel_cpu_gk_pack_a(j, ig, rows, p0, kc, ap);
+          for (uint32_t i = 0; i < rows; i += mr) {
+            uint32_t mv = rows - i < mr ? rows - i : mr;
+            const float* as = ap + (size_t)i * isa->kc;
+            for (uint32_t x = 0; x < nq; x += nr) {
+              uint32_t nv = nq - x < nr ? nq - x : nr;
+              isa->kernel(kc, as, bp + (size_t)x * kc, acc);
+              accel_cpu_gk_store(j, acc, ig + i, mv, jq + x, nv, phase,
+                                 c32 + (ig + i - ic) * isa->nq + x, isa->nq);
+            }
           }
         }
       }
@@ -437,7 +592,8 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
   if (rows_c32 > g->m) rows_c32 = g->m;
   j.b_bytes = accel_cpu_gk_round((size_t)j.kc * cols_b * 4u);
   j.task_bytes = j.b_bytes + accel_cpu_gk_round(
-                                 ((size_t)isa->mr * isa->kc +
+                                 ((size_t)ACCEL_CPU_GK_SLIVERS * isa->mr *
+                                      isa->kc +
                                   ACCEL_CPU_GK_TILE_MAX +
                                   (size_t)rows_c32 * isa->nq) *
                                  4u);
