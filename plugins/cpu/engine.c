@@ -15,7 +15,7 @@
 // this CPU loses the timing. The decision holds for the process.
 //
 // The plugin's own engine ("accel", gemm_kernel.c) needs no library: it
-// is a candidate wherever the CPU has AVX2 and FMA or AVX-512F, for every
+// is a candidate wherever the CPU has AVX2 (FMA, F16C) or AVX-512, for every
 // dtype. For f16/bf16 the candidates are the conversion to f32 with the
 // f32 winner of the same class, oneDNN's own kernel where it has an
 // optimised one (AVX-512 BF16/FP16, AMX), and the own engine, which

@@ -261,7 +261,7 @@ void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin, accel_cpu_scratch_t* s);
 // ---------------------------------------------------------------------------
 
 // The kernel the own engine runs here: the widest this CPU has (CPUID:
-// AVX-512F, else AVX2 with FMA), at most `limit` ("avx512", "avx2"; NULL
+// AVX-512 F/BW/VL, else AVX2 with FMA and F16C), at most `limit` ("avx512", "avx2"; NULL
 // or empty: no limit; ACCEL_CPU_GEMM_ISA). NULL, with the reason in
 // `why`, when the CPU has none of them or `limit` is not a kernel name.
 // Thread-safe.

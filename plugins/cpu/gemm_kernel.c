@@ -13,7 +13,8 @@
 //
 // Micro-kernels (the first this CPU runs, from CPUID, at most the one
 // ACCEL_CPU_GEMM_ISA names):
-//   AVX-512F   12 rows x 32 columns: 24 zmm accumulators, k blocks of 512
+//   AVX-512    12 rows x 32 columns: 24 zmm accumulators, k blocks of 512
+//              (F, and BW and VL for the 16-bit masked loads of packing)
 //   AVX2+FMA    6 rows x 16 columns: 12 ymm accumulators, k blocks of 256
 // Each step of k broadcasts one element of each of the tile's rows of op(A)
 // and multiplies two vectors of a row of op(B). Without either ISA (or off
@@ -21,9 +22,11 @@
 //
 // Blocking (per task): op(B) in blocks of kc rows x nq columns, converted
 // into slivers of NR columns, k-major (the block stays in L2: 512 KiB with
-// AVX-512, 256 KiB with AVX2); op(A) in slivers of MR rows x kc, converted
-// row by row with a fixed row stride (in L1), each used against every
-// sliver of the B block. C is written once per k block: f32 C accumulates
+// AVX-512, 256 KiB with AVX2); op(A) in slivers of MR rows x kc with a
+// fixed row stride, packed eight at a time (192 KiB, L2), each used
+// against every sliver of the B block. An operand stored across that
+// layout (a transposed A or B) goes through a W x W tile transposed in
+// registers. C is written once per k block: f32 C accumulates
 // in place (the first block applies beta); an f16/bf16 C with one k block
 // (k <= kc) is rounded straight from the registers' tile; with more, the
 // block's rows accumulate in an f32 tile of at most ACCEL_CPU_GK_MC rows
@@ -352,7 +355,7 @@ const accel_cpu_gk_isa_t* accel_cpu_gk_choose(const char* limit, char* why,
                       : "AVX2, FMA and F16C");
 #else
   (void)limit;
-  snprintf(why, size, "the own kernel needs an x86-64 CPU with AVX2 and FMA");
+  snprintf(why, size, "the own kernel needs an x86-64 CPU with AVX2");
 #endif
   return NULL;
 }
