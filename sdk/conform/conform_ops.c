@@ -410,6 +410,10 @@ static const conform_gemm_shape_t conform_gemm_shapes[] = {
     {1, 64, 31, 1, 0, 0, 1, 0},     {8, 8, 0, 0, 0, 0, 1, 0.5},
     {5, 9, 0, 0, 0, 2, 1, 0},
     {128, 96, 80, 0, 0, 4, 1, 0},   {7, 300, 3, 1, 1, 1, 2, 0},
+    // k past the blocks real GEMMs cut k into (256-512), beta on the
+    // partial sums of a half C, and 2^21 multiply-adds: enough for a
+    // threaded kernel to split it.
+    {48, 40, 1100, 1, 0, 3, 1, 0.5},
 };
 #define CONFORM_NGEMM \
   (sizeof(conform_gemm_shapes) / sizeof(conform_gemm_shapes[0]))

@@ -144,7 +144,8 @@ compile() {
   done
 }
 
-# run_conform SO FILTER LOG: accel-conform on one plugin file; returns
+# run_conform SO FILTER LOG [ENV]: accel-conform on one plugin file, with
+# the mutant's NAME=VALUE words ENV added to its environment; returns
 # its exit status. ACCEL_CPU_STREAM_BYTES=1M puts the CPU plugin's split
 # copies in copy.large on its non-temporal path, otherwise reached only
 # from 3/4 of the L3 cache (192 MiB on the development VM). Two devices
@@ -152,7 +153,7 @@ compile() {
 # OpenCL (PoCL) gets two devices, its program caches in WORK_DIR, and
 # waits long enough for PoCL to compile a changed kernel.
 run_conform() {
-  wait_s=3 kdir=$kernels
+  wait_s=3 kdir=$kernels extra=${4:-}
   case $1 in
     *libaccel-opencl.so) wait_s=120 ;;
     *libaccel-cuda.so) kdir=${ACCEL_MUTATION_CUDA_KERNELS:-$kernels} ;;
@@ -164,7 +165,7 @@ run_conform() {
     ACCEL_CUDA_DRIVER="${ACCEL_MUTATION_CUDA_DRIVER:-}" \
     ACCEL_CUDA_CUBLAS="${ACCEL_MUTATION_CUDA_CUBLAS:-}" \
     ACCEL_ROCM_RUNTIME="${ACCEL_MUTATION_ROCM_RUNTIME:-}" FAKEHIP_DEVICES=2 \
-    timeout 300 "$conform" --plugin "$1" --kernel-dir "$kdir" \
+    env $extra timeout 300 "$conform" --plugin "$1" --kernel-dir "$kdir" \
     --timeout $wait_s --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
 }
 
@@ -204,7 +205,7 @@ base() {
 
 total=0 caught=0 errors=0
 tab=$(printf '\t')
-while IFS="$tab" read -r id p file filter script; do
+while IFS="$tab" read -r id p file filter script extra; do
   case $id in ''|'#'*) continue ;; esac
   if [ -n "$only" ]; then
     hit=""
@@ -270,7 +271,7 @@ while IFS="$tab" read -r id p file filter script; do
     continue
   fi
   start=$(date +%s)
-  run_conform "$so" "$filter" "$m/conform.log"
+  run_conform "$so" "$filter" "$m/conform.log" "$extra"
   rc=$?
   secs=$(( $(date +%s) - start ))
   failed=$(grep -E '^(FAIL|XPASS) ' "$m/conform.log" | head -1 | cut -c1-110)
