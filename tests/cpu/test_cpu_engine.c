@@ -390,12 +390,13 @@ TEST(named_blas_keeps_its_engine_name) {
 
 TEST(forced_engines_show_and_bad_values_fail) {
   common_env(false);
-  setenv("ACCEL_CPU_GEMM", "f32=onednn,bf16=blis", 1);
+  setenv("ACCEL_CPU_GEMM", "f32=onednn,f16=accel,bf16=blis", 1);
   char f[512];
   features(f, sizeof(f));
   accel_shutdown();
   printf("  features: %s\n", f);
   ASSERT_STR_CONTAINS(f, "gemm-f32=onednn ");
+  ASSERT_STR_CONTAINS(f, "gemm-f16=accel ");
   ASSERT_STR_CONTAINS(f, "gemm-bf16=blis");
   // A class named on its own wins over its dtype, in either order.
   setenv("ACCEL_CPU_GEMM", "f32@large=onednn,f32=openblas,bf16@small=blis", 1);
