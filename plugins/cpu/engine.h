@@ -256,6 +256,13 @@ accel_cpu_scratch_t* accel_cpu_scratch_take(accel_cpu_plugin_t* plugin,
 // when it is too large to keep.
 void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin, accel_cpu_scratch_t* s);
 
+// Bytes of f32 scratch for `elems` elements, rounded to whole cache lines
+// (ACCEL_CPU_ALIGNMENT), so that the next part of a block stays aligned.
+static inline size_t accel_cpu_f32_bytes(uint64_t elems) {
+  return ((size_t)elems * sizeof(float) + ACCEL_CPU_ALIGNMENT - 1) &
+         ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
+}
+
 // ---------------------------------------------------------------------------
 // The own engine (gemm_kernel.c)
 // ---------------------------------------------------------------------------

@@ -219,12 +219,6 @@ void accel_cpu_scratch_give(accel_cpu_plugin_t* plugin,
 
 void accel_cpu_scratch_destroy(accel_cpu_scratch_t* scratch) { free(scratch); }
 
-// Bytes of f32 scratch for `elems` elements, rounded to whole cache lines.
-static size_t accel_cpu_f32_bytes(uint64_t elems) {
-  return ((size_t)elems * sizeof(float) + ACCEL_CPU_ALIGNMENT - 1) &
-         ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
-}
-
 // f16/bf16 inputs: panels of op(A) columns / op(B) rows converted to f32.
 static accel_status_t accel_cpu_gemm_half(accel_cpu_plugin_t* plugin,
                                           accel_cpu_pool_t* pool,

@@ -69,10 +69,6 @@ typedef struct accel_cpu_gk_job {
   size_t task_bytes;  // scratch per task
 } accel_cpu_gk_job_t;
 
-static size_t accel_cpu_gk_round(size_t bytes) {
-  return (bytes + ACCEL_CPU_ALIGNMENT - 1) & ~(size_t)(ACCEL_CPU_ALIGNMENT - 1);
-}
-
 // Packs rows [i0, i0 + rows) of op(A), columns [p0, p0 + kc), as slivers
 // of MR rows, each row isa->kc floats after the last (sliver s at
 // ap + s * MR * isa->kc); rows from `rows` up to the last sliver's end are
@@ -290,18 +286,17 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
   j.units = j.split_n ? cols : rows;
   j.tasks = tasks < j.units ? tasks : j.units;
   // Scratch per task, sized by the product (a small GEMM takes little):
-  // the B block, the A sliver (rows isa->kc apart), the tile, the f32 rows.
+  // the B block; then room for ACCEL_CPU_GK_SLIVERS A slivers (rows
+  // isa->kc apart; a plain A uses the first), the tile, the f32 rows.
   uint64_t cols_b = (g->n + isa->nr - 1) / isa->nr * isa->nr;
   if (cols_b > isa->nq) cols_b = isa->nq;
   uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC : 0;
   if (rows_c32 > g->m) rows_c32 = g->m;
-  j.b_bytes = accel_cpu_gk_round((size_t)j.kc * cols_b * 4u);
-  j.task_bytes = j.b_bytes + accel_cpu_gk_round(
-                                 ((size_t)ACCEL_CPU_GK_SLIVERS * isa->mr *
-                                      isa->kc +
-                                  ACCEL_CPU_GK_TILE_MAX +
-                                  (size_t)rows_c32 * isa->nq) *
-                                 4u);
+  j.b_bytes = accel_cpu_f32_bytes((uint64_t)j.kc * cols_b);
+  j.task_bytes = j.b_bytes + accel_cpu_f32_bytes(
+                                 (uint64_t)ACCEL_CPU_GK_SLIVERS * isa->mr *
+                                     isa->kc +
+                                 ACCEL_CPU_GK_TILE_MAX + rows_c32 * isa->nq);
   accel_cpu_scratch_t* scratch =
       accel_cpu_scratch_take(plugin, j.task_bytes * j.tasks);
   if (scratch == NULL) {
