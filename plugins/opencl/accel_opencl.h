@@ -342,7 +342,12 @@ accel_status_t accel_opencl_memset(void* device, void* stream, void* dst,
 typedef struct accel_opencl_stream {
   accel_opencl_device_t* device;
   cl_command_queue queue;  // in order, without profiling (see stream.c)
-  pthread_mutex_t mutex;   // guards the fields below
+  // Commands enqueued without an event so far (copies, fills, launches):
+  // counted after each enqueue, without the mutex. A tracked command
+  // reads the count before its enqueue (accel_opencl_stream_mark), so its
+  // event covers at least that many of them (the queue is in order).
+  _Atomic uint64_t untracked;
+  pthread_mutex_t mutex;  // guards the fields below
   // In order, CL_QUEUE_PROFILING_ENABLE: created at the first record of a
   // timing event, it holds only the 4-byte fills of `timing_scratch` that
   // timestamp such records (event.c says why fills and not markers).
@@ -355,21 +360,37 @@ typedef struct accel_opencl_stream {
   cl_event* pending;
   size_t pending_count;
   size_t pending_capacity;
-  // A command was enqueued without an event after the last pending one,
-  // so stream_query cannot judge completion from `pending` alone.
-  bool untracked;
+  // How many of `untracked` are known to be covered by a pending or
+  // completed event (or by a clFinish): while fewer than `untracked`,
+  // stream_query cannot judge completion from `pending` alone.
+  uint64_t covered;
   accel_status_t error;  // sticky; ACCEL_OK while healthy
   char error_message[ACCEL_OPENCL_MESSAGE_SIZE];
 } accel_opencl_stream_t;
 
-// Records the outcome of enqueuing `what` on `stream`: when `err` is not
-// CL_SUCCESS, fails with its status and message (`event` must then be
-// NULL); otherwise takes ownership of `event` (may be NULL when the caller
-// asked for none) so that a failure of the command surfaces as the stream's
-// sticky error at the next synchronize or query. Thread-safe.
+// Records the outcome of enqueuing `what`, a command without an event, on
+// `stream`: when `err` is not CL_SUCCESS, fails with its status and
+// message; otherwise counts the command as untracked (a failure of it
+// surfaces through clFinish or a later event; stream.c). Thread-safe and
+// lock-free.
 accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
-                                            cl_int err, cl_event event,
-                                            const char* what);
+                                            cl_int err, const char* what);
+
+// The count of untracked commands, read before enqueuing a command that
+// will carry an event, and passed with that event to
+// accel_opencl_stream_tracked(). Thread-safe.
+static inline uint64_t accel_opencl_stream_mark(accel_opencl_stream_t* stream) {
+  return atomic_load_explicit(&stream->untracked, memory_order_acquire);
+}
+
+// As accel_opencl_stream_enqueued() for a command with an event: on
+// success takes ownership of `event`, so that a failure of the command
+// surfaces as the stream's sticky error at the next synchronize or query,
+// and notes that it completes only after the untracked commands counted
+// in `mark`. On failure `event` must be NULL. Thread-safe.
+accel_status_t accel_opencl_stream_tracked(accel_opencl_stream_t* stream,
+                                           cl_int err, cl_event event,
+                                           uint64_t mark, const char* what);
 
 // The stream's profiling queue for timestamps and the small buffer its
 // timestamp fills write, both created at the first call. Thread-safe.

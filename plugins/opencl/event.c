@@ -120,18 +120,19 @@ accel_status_t accel_opencl_event_record(void* event_ptr, void* stream_ptr) {
   accel_opencl_stream_t* stream = stream_ptr;
   const accel_opencl_api_t* cl = stream->device->cl;
   cl_event marker = NULL;
+  uint64_t mark = accel_opencl_stream_mark(stream);
   cl_int err = cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker);
   // Submitted now, so that host waits and other queues see it progress.
   if (err == CL_SUCCESS) err = cl->clFlush(stream->queue);
   if (err != CL_SUCCESS) {
     if (marker != NULL) cl->clReleaseEvent(marker);
-    return accel_opencl_stream_enqueued(stream, err, NULL,
+    return accel_opencl_stream_enqueued(stream, err,
                                         "clEnqueueMarkerWithWaitList");
   }
   // One reference for the stream's error tracking, one for the event.
   cl->clRetainEvent(marker);
-  accel_opencl_stream_enqueued(stream, CL_SUCCESS, marker,
-                               "clEnqueueMarkerWithWaitList");
+  accel_opencl_stream_tracked(stream, CL_SUCCESS, marker, mark,
+                              "clEnqueueMarkerWithWaitList");
   cl_event stamp = NULL;
   if (event->flags & ACCEL_EVENT_TIMING) {
     accel_status_t status = accel_opencl_event_stamp(stream, marker, &stamp);
@@ -324,10 +325,11 @@ accel_status_t accel_opencl_stream_wait_event(void* stream_ptr,
   }
   if (status == ACCEL_OK) {
     cl_event barrier = NULL;
+    uint64_t mark = accel_opencl_stream_mark(stream);
     cl_int err =
         cl->clEnqueueBarrierWithWaitList(stream->queue, 1, &wait, &barrier);
-    status = accel_opencl_stream_enqueued(stream, err, barrier,
-                                          "clEnqueueBarrierWithWaitList");
+    status = accel_opencl_stream_tracked(stream, err, barrier, mark,
+                                         "clEnqueueBarrierWithWaitList");
     if (wait != marker) cl->clReleaseEvent(wait);
   }
   cl->clReleaseEvent(marker);

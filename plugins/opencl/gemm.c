@@ -46,6 +46,7 @@ static accel_status_t accel_opencl_gemm_blas(accel_opencl_stream_t* stream,
   const accel_host_t* host = device->host;
   size_t es = accel_plugin_dtype_size(g->a_dtype);
   cl_event event = NULL;
+  uint64_t mark = accel_opencl_stream_mark(stream);
   int code = accel_opencl_clblast_gemm(
       device->plugin, g->a_dtype, g->trans_a != 0, g->trans_b != 0,
       (size_t)g->m, (size_t)g->n, (size_t)g->k, g->alpha,
@@ -54,8 +55,8 @@ static accel_status_t accel_opencl_gemm_blas(accel_opencl_stream_t* stream,
       g->beta, accel_opencl_cl_mem(g->c), (size_t)(g->c_offset / es),
       (size_t)g->ldc, stream->queue, &event);
   if (code == 0) {
-    return accel_opencl_stream_enqueued(stream, CL_SUCCESS, event,
-                                        "op_gemm (CLBlast)");
+    return accel_opencl_stream_tracked(stream, CL_SUCCESS, event, mark,
+                                       "op_gemm (CLBlast)");
   }
   if (event != NULL) device->cl->clReleaseEvent(event);
   host->log(host, ACCEL_LOG_WARN,
@@ -148,6 +149,7 @@ static accel_status_t accel_opencl_gemm_blas_batched(
     return ACCEL_ERROR_UNSUPPORTED;
   }
   cl_event event = NULL;
+  uint64_t mark = accel_opencl_stream_mark(stream);
   int code = accel_opencl_clblast_gemm_batched(
       device->plugin, g->a_dtype, g->trans_a != 0, g->trans_b != 0,
       (size_t)g->m, (size_t)g->n, (size_t)g->k, g->alpha,
@@ -159,8 +161,8 @@ static accel_status_t accel_opencl_gemm_blas_batched(
       (size_t)(batch->stride_c / es), (size_t)batch->count, stream->queue,
       &event);
   if (code == 0) {
-    return accel_opencl_stream_enqueued(stream, CL_SUCCESS, event,
-                                        "op_gemm_batched (CLBlast)");
+    return accel_opencl_stream_tracked(stream, CL_SUCCESS, event, mark,
+                                       "op_gemm_batched (CLBlast)");
   }
   if (event != NULL) device->cl->clReleaseEvent(event);
   host->log(host, ACCEL_LOG_WARN,

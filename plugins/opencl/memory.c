@@ -188,7 +188,7 @@ static accel_status_t accel_opencl_done(accel_opencl_device_t* device,
                                         accel_opencl_stream_t* stream,
                                         cl_int err, const char* what) {
   if (stream != NULL) {
-    return accel_opencl_stream_enqueued(stream, err, NULL, what);
+    return accel_opencl_stream_enqueued(stream, err, what);
   }
   return accel_opencl_check(device->host, err, what);
 }

@@ -68,7 +68,7 @@ accel_status_t accel_opencl_kernel_run(accel_opencl_stream_t* stream,
   err = cl->clEnqueueNDRangeKernel(stream->queue, kernel->kernel, dims, NULL,
                                    global, local, 0, NULL, NULL);
   pthread_mutex_unlock(&kernel->mutex);
-  return accel_opencl_stream_enqueued(stream, err, NULL, what);
+  return accel_opencl_stream_enqueued(stream, err, what);
 }
 
 // ---------------------------------------------------------------------------
@@ -198,7 +198,7 @@ accel_status_t accel_opencl_op_fill(void* device, void* stream, void* dst,
                                             dst_offset, &pattern, size,
                                             count * size, NULL);
   if (status != ACCEL_OK) return status;
-  return accel_opencl_stream_enqueued(s, CL_SUCCESS, NULL, "op_fill");
+  return accel_opencl_stream_enqueued(s, CL_SUCCESS, "op_fill");
 }
 
 accel_status_t accel_opencl_op_cast(void* device, void* stream, void* dst,

@@ -17,6 +17,16 @@
 // or a failing clFinish, becomes the stream's sticky error, reported by
 // every later synchronize and query. The list is pruned of completed
 // events whenever it fills, so it stays as long as the work in flight.
+//
+// stream_query must know whether the tail of the queue is covered by an
+// event. Commands without one are counted (`untracked`, an atomic added to
+// after each enqueue, so a copy or launch takes no lock); a command with
+// an event reads the count before its enqueue, and since the queue is in
+// order its event completes only after the commands counted by then. The
+// stream keeps the largest such count (`covered`); query enqueues a marker
+// only while the count is past it. A flag set and cleared under the mutex
+// after each enqueue would cost a lock per copy, and could be cleared by a
+// marker that two threads' enqueues had overtaken.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,17 +177,24 @@ static bool accel_opencl_stream_prune(accel_opencl_stream_t* stream, bool all) {
 }
 
 accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
-                                            cl_int err, cl_event event,
-                                            const char* what) {
+                                            cl_int err, const char* what) {
+  if (err != CL_SUCCESS) {
+    return accel_opencl_check(stream->device->host, err, what);
+  }
+  // Counted after the enqueue has returned: a mark that sees this count
+  // was read after the command was in the queue (stream.c, top).
+  atomic_fetch_add_explicit(&stream->untracked, 1, memory_order_release);
+  return ACCEL_OK;
+}
+
+accel_status_t accel_opencl_stream_tracked(accel_opencl_stream_t* stream,
+                                           cl_int err, cl_event event,
+                                           uint64_t mark, const char* what) {
   if (err != CL_SUCCESS) {
     return accel_opencl_check(stream->device->host, err, what);
   }
   pthread_mutex_lock(&stream->mutex);
-  if (event == NULL) {
-    stream->untracked = true;
-    pthread_mutex_unlock(&stream->mutex);
-    return ACCEL_OK;
-  }
+  if (mark > stream->covered) stream->covered = mark;
   if (stream->pending_count == stream->pending_capacity) {
     accel_opencl_stream_prune(stream, false);
   }
@@ -195,7 +212,6 @@ accel_status_t accel_opencl_stream_enqueued(accel_opencl_stream_t* stream,
     stream->pending_capacity = capacity;
   }
   stream->pending[stream->pending_count++] = event;
-  stream->untracked = false;
   pthread_mutex_unlock(&stream->mutex);
   return ACCEL_OK;
 }
@@ -228,10 +244,11 @@ void accel_opencl_stream_destroy(void* stream_ptr) {
 
 accel_status_t accel_opencl_stream_synchronize(void* stream_ptr) {
   accel_opencl_stream_t* stream = stream_ptr;
+  uint64_t mark = accel_opencl_stream_mark(stream);
   cl_int err = stream->device->cl->clFinish(stream->queue);
   pthread_mutex_lock(&stream->mutex);
   accel_opencl_stream_prune(stream, true);
-  stream->untracked = false;
+  if (mark > stream->covered) stream->covered = mark;
   if (err != CL_SUCCESS && stream->error == ACCEL_OK) {
     // A command without an event of its own failed (or the queue did).
     stream->error = err == CL_OUT_OF_HOST_MEMORY ? ACCEL_ERROR_OUT_OF_MEMORY
@@ -279,16 +296,17 @@ accel_status_t accel_opencl_stream_query(void* stream_ptr, bool* out_done) {
   if (err != CL_SUCCESS) {
     return accel_opencl_check(stream->device->host, err, "clFlush");
   }
+  uint64_t mark = accel_opencl_stream_mark(stream);
   pthread_mutex_lock(&stream->mutex);
-  bool untracked = stream->untracked;
+  bool untracked = mark > stream->covered;
   pthread_mutex_unlock(&stream->mutex);
   if (untracked) {
     // Work without an event is at the tail: a marker stands for it.
     cl_event marker = NULL;
     err = cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker);
     if (err == CL_SUCCESS) cl->clFlush(stream->queue);
-    accel_status_t status = accel_opencl_stream_enqueued(
-        stream, err, marker, "clEnqueueMarkerWithWaitList");
+    accel_status_t status = accel_opencl_stream_tracked(
+        stream, err, marker, mark, "clEnqueueMarkerWithWaitList");
     if (status != ACCEL_OK) return status;
   }
   pthread_mutex_lock(&stream->mutex);
@@ -354,6 +372,7 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
   }
   cl_event gate = call->gate;
   cl_event marker = NULL;
+  uint64_t mark = accel_opencl_stream_mark(stream);
   err = cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker);
   if (err != CL_SUCCESS) {
     cl->clReleaseEvent(gate);
@@ -370,19 +389,20 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
     cl->clReleaseEvent(gate);
     cl->clReleaseEvent(gate);
     free(call);
-    accel_opencl_stream_enqueued(stream, CL_SUCCESS, marker, "marker");
+    accel_opencl_stream_tracked(stream, CL_SUCCESS, marker, mark, "marker");
     return accel_opencl_check(device->host, err,
                               "clSetEventCallback (host function)");
   }
   // The marker's failure is the stream's too; the barrier holds up the
   // work after the function.
-  accel_opencl_stream_enqueued(stream, CL_SUCCESS, marker,
-                               "clEnqueueMarkerWithWaitList");
+  accel_opencl_stream_tracked(stream, CL_SUCCESS, marker, mark,
+                              "clEnqueueMarkerWithWaitList");
   cl_event barrier = NULL;
+  mark = accel_opencl_stream_mark(stream);
   err = cl->clEnqueueBarrierWithWaitList(stream->queue, 1, &gate, &barrier);
   cl->clReleaseEvent(gate);
-  accel_status_t status = accel_opencl_stream_enqueued(
-      stream, err, err == CL_SUCCESS ? barrier : NULL,
+  accel_status_t status = accel_opencl_stream_tracked(
+      stream, err, err == CL_SUCCESS ? barrier : NULL, mark,
       "clEnqueueBarrierWithWaitList (host function)");
   // Submitted now, so the function runs without a synchronize.
   if (status == ACCEL_OK) {

@@ -37,8 +37,9 @@ static cl_event block(accel_opencl_stream_t* stream) {
   cl_event gate = cl->clCreateUserEvent(stream->device->context, &err);
   if (err != CL_SUCCESS) return NULL;
   cl_event barrier = NULL;
+  uint64_t mark = accel_opencl_stream_mark(stream);
   err = cl->clEnqueueBarrierWithWaitList(stream->queue, 1, &gate, &barrier);
-  accel_opencl_stream_enqueued(stream, err, barrier, "test barrier");
+  accel_opencl_stream_tracked(stream, err, barrier, mark, "test barrier");
   return gate;
 }
 
