@@ -208,51 +208,67 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
   return result;
 }
 
-// Capabilities that promise an entry: claiming one without it is a bug
-// the core would turn into UNSUPPORTED at run time.
+// Capabilities that promise an entry: claiming one without it is a bug.
+// The caps are the plugin's own, from query_props through its table
+// (direct.c): the core's device info drops pinned_memory, event_timing
+// and kernels when their entries are missing, so a claim read there never
+// shows (until 2026-11-29 this check read them there and could not fail).
+static const char* conform_abi_caps_broken(accel_device_caps_t caps,
+                                           const accel_device_ops_t* ops) {
+  if ((caps & ACCEL_DEVICE_CAP_EVENT_TIMING) &&
+      CONFORM_OP(ops, event_elapsed_ms) == NULL) {
+    return "event_timing without event_elapsed_ms";
+  }
+  if ((caps & ACCEL_DEVICE_CAP_KERNELS) &&
+      CONFORM_OP(ops, module_load) == NULL) {
+    return "kernels without module_load";
+  }
+  if ((caps & ACCEL_DEVICE_CAP_PINNED_MEMORY) &&
+      CONFORM_OP(ops, host_alloc) == NULL) {
+    return "pinned_memory without host_alloc";
+  }
+  if ((caps & ACCEL_DEVICE_CAP_PEER_ACCESS) &&
+      CONFORM_OP(ops, copy_peer) == NULL) {
+    return "peer_access without copy_peer";
+  }
+  // plugin.h, mem_address: a host-accessible device promises its buffer
+  // addresses are host pointers, so it must be able to give them.
+  if ((caps & ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) &&
+      CONFORM_OP(ops, mem_address) == NULL) {
+    return "host_accessible without mem_address";
+  }
+  return NULL;
+}
+
 static conform_result_t conform_abi_caps(conform_ctx_t* ctx, const void* arg) {
   (void)arg;
-  void* handle = dlopen(ctx->plugin_path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    return conform_report(ctx, CONFORM_FAIL, "dlopen: %s", dlerror());
-  }
-  accel_plugin_entry_fn_t entry = NULL;
-  void* sym = dlsym(handle, ACCEL_PLUGIN_ENTRY_NAME);
-  memcpy(&entry, &sym, sizeof(entry));
-  const accel_plugin_t* d = entry ? entry(ACCEL_PLUGIN_ABI_VERSION) : NULL;
-  const accel_device_ops_t* ops = d ? d->device_ops : NULL;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  accel_status_t status = d.ops->query_props(d.device, &props);
   conform_result_t result = CONFORM_PASS;
-  accel_device_caps_t caps = ctx->info.caps;
-  if (ops == NULL) {
-    result = conform_report(ctx, CONFORM_FAIL, "no device ops");
-  } else if ((caps & ACCEL_DEVICE_CAP_EVENT_TIMING) &&
-             CONFORM_OP(ops, event_elapsed_ms) == NULL) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "claims event_timing without event_elapsed_ms");
-  } else if ((caps & ACCEL_DEVICE_CAP_KERNELS) &&
-             CONFORM_OP(ops, module_load) == NULL) {
+  const char* broken = NULL;
+  if (status != ACCEL_OK) {
     result =
-        conform_report(ctx, CONFORM_FAIL, "claims kernels without module_load");
-  } else if ((caps & ACCEL_DEVICE_CAP_PINNED_MEMORY) &&
-             CONFORM_OP(ops, host_alloc) == NULL) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "claims pinned_memory without host_alloc");
-  } else if ((caps & ACCEL_DEVICE_CAP_PEER_ACCESS) &&
-             CONFORM_OP(ops, copy_peer) == NULL) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "claims peer_access without copy_peer");
+        conform_report(ctx, CONFORM_FAIL, "query_props: %s: %s",
+                       accel_status_string(status), conform_direct_message());
+  } else if ((broken = conform_abi_caps_broken(props.caps, d.ops)) != NULL) {
+    result = conform_report(
+        ctx, CONFORM_FAIL, "query_props claims %s (the entry is NULL)", broken);
   } else {
     char list[256] = "";
     for (uint32_t bit = 0; bit < 32; bit++) {
       const char* name =
-          (caps >> bit) & 1u ? accel_device_cap_name(1u << bit) : NULL;
+          (props.caps >> bit) & 1u ? accel_device_cap_name(1u << bit) : NULL;
       size_t len = strlen(list);
       if (name) snprintf(list + len, sizeof(list) - len, " %s", name);
     }
     result =
         conform_report(ctx, CONFORM_PASS, "caps:%s", list[0] ? list : " none");
   }
-  dlclose(handle);
+  conform_direct_close(&d);
   return result;
 }
 

@@ -6,7 +6,8 @@
 // there), distinct for distinct streams, and for memory the allocation
 // plus the offset is the buffer's address where the backend has one; and
 // a host range registers, copies in both directions at its full size,
-// refuses an overlap and a wrong unregister, and unregisters.
+// refuses an overlap and a wrong unregister, and unregisters; and memory
+// someone else owns wraps (ABI 1.3) without a copy and stays the owner's.
 #include <accel/interop.h>
 #include <stdio.h>
 #include <string.h>
@@ -251,9 +252,195 @@ static conform_result_t conform_interop_host_register(conform_ctx_t* ctx,
                         2 * half);
 }
 
+// ---------------------------------------------------------------------------
+// interop.wrap: mem_wrap and mem_unwrap (ABI 1.3) through
+// accel_buffer_wrap(). Memory someone else owns is wrapped at an address 3
+// bytes past an aligned one (wrapped memory keeps its owner's alignment,
+// accel.h): host memory where the device is host-accessible, else a range
+// of another buffer found through its address. The wrapped buffer must be
+// that memory, without a copy, both ways and on a stream; its address must
+// be the one wrapped; releasing it must call the owner's release once and
+// leave the memory (and the owner's heap) alone: mem_unwrap never frees.
+// ---------------------------------------------------------------------------
+
+enum { CONFORM_WRAP_BYTES = 65536, CONFORM_WRAP_SHIFT = 3 };
+
+static void conform_wrap_release(void* user_data) { (*(int*)user_data)++; }
+
+// The owner's view of the wrapped memory: `size` bytes from `at` bytes
+// before the wrapped address (so the bytes around it show too), read from
+// host memory or from the buffer that owns it.
+typedef struct conform_wrap_owner {
+  unsigned char* host;    // host-accessible: the owner's host memory
+  accel_buffer_t* owner;  // otherwise: the buffer whose range is wrapped
+} conform_wrap_owner_t;
+
+static accel_status_t conform_wrap_owner_read(const conform_wrap_owner_t* o,
+                                              unsigned char* out) {
+  size_t n = CONFORM_WRAP_BYTES + 64;
+  if (o->host != NULL) {
+    memcpy(out, o->host, n);
+    return ACCEL_OK;
+  }
+  return accel_buffer_read(o->owner, 0, out, n);
+}
+
+// Compares the owner's memory with `want`; FAIL names the first byte.
+static conform_result_t conform_wrap_expect(conform_ctx_t* ctx,
+                                            const conform_wrap_owner_t* o,
+                                            const unsigned char* want,
+                                            unsigned char* got,
+                                            const char* what) {
+  accel_status_t status = conform_wrap_owner_read(o, got);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, what);
+  for (size_t i = 0; i < CONFORM_WRAP_BYTES + 64; i++) {
+    if (got[i] != want[i]) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "%s: the owner's byte %zu (wrapped offset %lld) "
+                            "is %u, expected %u",
+                            what, i, (long long)i - CONFORM_WRAP_SHIFT, got[i],
+                            want[i]);
+    }
+  }
+  return CONFORM_PASS;
+}
+
+// Everything done through the wrapped buffer `w` at `address`; `want` is
+// the owner's memory as it must be (updated here).
+static conform_result_t conform_wrap_use(conform_ctx_t* ctx,
+                                         const conform_wrap_owner_t* o,
+                                         accel_buffer_t* w, uint64_t address,
+                                         unsigned char* want) {
+  const size_t n = CONFORM_WRAP_BYTES, s = CONFORM_WRAP_SHIFT;
+  unsigned char* got = conform_alloc(ctx, n + 64);
+  if (got == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  uint64_t at0 = 0, at100 = 0;
+  accel_status_t status = accel_buffer_query_address(w, 0, &at0);
+  if (status == ACCEL_OK) status = accel_buffer_query_address(w, 100, &at100);
+  if (status != ACCEL_OK) {
+    return conform_fail_status(ctx, status, "address of the wrapped buffer");
+  }
+  if (at0 != address || at100 != address + 100) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the wrapped buffer's address is 0x%llx (0x%llx at "
+                          "offset 100), not the 0x%llx wrapped",
+                          (unsigned long long)at0, (unsigned long long)at100,
+                          (unsigned long long)address);
+  }
+  // Zero-copy: a read of the wrapped buffer is the owner's bytes.
+  status = accel_buffer_read(w, 0, got, n);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
+  for (size_t i = 0; i < n; i++) {
+    if (got[i] != want[s + i]) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "reading the wrapped buffer: byte %zu is %u, the "
+                            "owner's memory holds %u (a copy, or another "
+                            "address?)",
+                            i, got[i], want[s + i]);
+    }
+  }
+  // A synchronous write, then stream work: a write, a fill at the very end,
+  // a copy within the buffer. Each must land in the owner's memory.
+  uint64_t rng = ctx->seed + 41;
+  unsigned char* bytes = conform_alloc(ctx, 1000);
+  if (bytes == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  conform_rand_bytes(&rng, bytes, 1000);
+  status = accel_buffer_write(w, 1, bytes, 1000);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "write");
+  memcpy(want + s + 1, bytes, 1000);
+  conform_result_t r = conform_wrap_expect(ctx, o, want, got, "write");
+  if (r != CONFORM_PASS) return r;
+  accel_stream_t* stream = NULL;
+  status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) {
+    status = accel_stream_write_buffer(stream, w, 5000, bytes + 7, 993);
+  }
+  if (status == ACCEL_OK) {
+    status = accel_stream_fill_buffer(stream, w, n - 7, 0xa5, 7);
+  }
+  if (status == ACCEL_OK) {
+    status = accel_stream_copy_buffer(stream, w, 30001, w, 5000, 993);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+  status = conform_stream_sync(ctx, stream);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+  memcpy(want + s + 5000, bytes + 7, 993);
+  memset(want + s + n - 7, 0xa5, 7);
+  memcpy(want + s + 30001, bytes + 7, 993);
+  return conform_wrap_expect(ctx, o, want, got, "stream work");
+}
+
+static conform_result_t conform_interop_wrap(conform_ctx_t* ctx,
+                                             const void* arg) {
+  (void)arg;
+  const size_t n = CONFORM_WRAP_BYTES, s = CONFORM_WRAP_SHIFT;
+  bool host = (ctx->info.caps & ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) != 0;
+  conform_wrap_owner_t o = {NULL, NULL};
+  unsigned char* want = conform_alloc(ctx, n + 64);
+  int* released = conform_alloc(ctx, sizeof(int));
+  if (want == NULL || released == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  }
+  uint64_t rng = ctx->seed + 42, base = 0;
+  conform_rand_bytes(&rng, want, n + 64);
+  accel_status_t status = conform_buffer(ctx, ctx->device, n + 64, &o.owner);
+  if (status == ACCEL_OK)
+    status = accel_buffer_query_address(o.owner, 0, &base);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED,
+                          "buffers have no address (mem_address)");
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  if (host) {
+    o.host = conform_alloc(ctx, n + 64);  // calloc: 16-byte aligned
+    if (o.host == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+    memcpy(o.host, want, n + 64);
+    base = (uint64_t)(uintptr_t)o.host;
+  } else {
+    status = accel_buffer_write(o.owner, 0, want, n + 64);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "write");
+  }
+  uint64_t address = base + s;
+  accel_buffer_t* w = NULL;
+  status = accel_buffer_wrap(ctx->device, address, n, conform_wrap_release,
+                             released, &w);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "mem_wrap: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "wrapping %zu bytes of %s at 0x%llx (3 bytes past "
+                          "an aligned address; wrapped memory keeps its "
+                          "owner's alignment) gave %s: %s",
+                          n, host ? "host memory" : "a buffer's range",
+                          (unsigned long long)address,
+                          accel_status_string(status), accel_last_error());
+  }
+  conform_result_t r = conform_wrap_use(ctx, &o, w, address, want);
+  accel_buffer_release(w);  // the core unwraps, then calls the release
+  if (r != CONFORM_PASS) return r;
+  if (*released != 1) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the owner's release ran %d times, not once, when "
+                          "the wrapped buffer went",
+                          *released);
+  }
+  // mem_unwrap forgets the handle: the memory stays the owner's, untouched.
+  unsigned char* got = conform_alloc(ctx, n + 64);
+  if (got == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  r = conform_wrap_expect(ctx, &o, want, got, "after the release");
+  if (r != CONFORM_PASS) return r;
+  return conform_report(ctx, CONFORM_PASS,
+                        "%zu bytes of %s wrapped at an odd address, used "
+                        "without a copy and released",
+                        n, host ? "host memory" : "another buffer");
+}
+
 static const conform_check_t conform_interop[] = {
     {"interop.native_handles", conform_interop_native, NULL},
     {"interop.host_register", conform_interop_host_register, NULL},
+    {"interop.wrap", conform_interop_wrap, NULL},
 };
 
 const conform_check_t* conform_interop_checks(size_t* out_count) {

@@ -4,6 +4,8 @@
 // capability must refuse modules with ACCEL_ERROR_UNSUPPORTED (reported as
 // UNSUPPORTED). One that claims it must load a test module, find its
 // kernel, report a missing name as NOT_FOUND, and run a launch correctly.
+// A device that compiles OpenCL C must report a compile error as
+// INVALID_ARGUMENT with its build log.
 //
 // Test modules live in the kernel directory (--kernel-dir; by default
 // share/accel/conform beside the binary, or conform/ next to it in a build
@@ -194,8 +196,77 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
                         block);
 }
 
+// Whether the space-separated list `formats` holds `name`.
+static bool conform_has_format(const char* formats, const char* name) {
+  size_t n = strlen(name);
+  for (const char* p = formats; (p = strstr(p, name)) != NULL; p += n) {
+    bool starts = p == formats || p[-1] == ' ';
+    if (starts && (p[n] == '\0' || p[n] == ' ')) return true;
+  }
+  return false;
+}
+
+// kernel.build_error: a device that compiles OpenCL C (module_formats
+// lists "opencl-c") must report a compile error as INVALID_ARGUMENT with
+// its build log in the message (plugin.h, module_load; accel.h,
+// accel_module_create), and an image it cannot load at all must fail,
+// not load. The source uses an undeclared name, which every OpenCL C
+// compiler names in its log.
+static conform_result_t conform_kernel_build_error(conform_ctx_t* ctx,
+                                                   const void* arg) {
+  (void)arg;
+  if (!conform_has_format(ctx->info.module_formats, "opencl-c")) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED,
+                          "the device compiles no OpenCL C (module formats "
+                          "'%s')",
+                          ctx->info.module_formats);
+  }
+  static const char source[] =
+      "__kernel void accel_conform_broken(__global int* x) {\n"
+      "  x[0] = accel_conform_undeclared_name;\n"
+      "}\n";
+  accel_module_t* module = NULL;
+  accel_status_t status =
+      accel_module_create(ctx->device, source, sizeof(source) - 1, &module);
+  if (status == ACCEL_OK) {
+    conform_track_module(ctx, module);
+    return conform_report(ctx, CONFORM_FAIL,
+                          "OpenCL C using an undeclared name compiled");
+  }
+  char message[512];
+  snprintf(message, sizeof(message), "%s", accel_last_error());
+  if (status != ACCEL_ERROR_INVALID_ARGUMENT) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a compile error gave %s, not INVALID_ARGUMENT: %s",
+                          accel_status_string(status), message);
+  }
+  if (strstr(message, "accel_conform_undeclared_name") == NULL) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the compile error's message has no build log (it "
+                          "does not name accel_conform_undeclared_name): %s",
+                          message);
+  }
+  // Bytes that are neither text nor a format the core knows: the core
+  // hands them over because the device lists formats; the plugin must
+  // refuse them.
+  unsigned char junk[256];
+  for (size_t i = 0; i < sizeof(junk); i++)
+    junk[i] = (unsigned char)(i * 37 + 1);
+  status = accel_module_create(ctx->device, junk, sizeof(junk), &module);
+  if (status == ACCEL_OK) {
+    conform_track_module(ctx, module);
+    return conform_report(ctx, CONFORM_FAIL,
+                          "256 bytes of binary junk loaded as a module");
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "a compile error is INVALID_ARGUMENT with its log; "
+                        "junk is %s",
+                        accel_status_string(status));
+}
+
 static const conform_check_t conform_kernels[] = {
     {"kernel.launch", conform_kernel_launch_check, NULL},
+    {"kernel.build_error", conform_kernel_build_error, NULL},
 };
 
 const conform_check_t* conform_kernel_checks(size_t* out_count) {
