@@ -180,13 +180,12 @@ void accel_cpu_sysinfo_read(accel_cpu_sysinfo_t* info);
 // Number of CPUs this process may run on (its affinity mask), at least 1.
 uint32_t accel_cpu_sysinfo_usable_cpus(void);
 
-// Physical memory in bytes, lowered to the cgroup (v2 memory.max or v1
-// memory.limit_in_bytes) limit of this process when one is set. Never 0.
-uint64_t accel_cpu_sysinfo_total_memory(void);
-
-// Memory available to this process in bytes: MemAvailable, lowered to the
-// room left under the cgroup limit when one is set.
-uint64_t accel_cpu_sysinfo_available_memory(void);
+// Sets `*out_total` to physical memory in bytes, lowered to the cgroup
+// (v2 memory.max or v1 memory.limit_in_bytes) limit of this process when
+// one is set, never 0; and `*out_available`, when not NULL, to the memory
+// available to this process: MemAvailable, lowered to the room left under
+// that limit. Reads /proc/meminfo and the cgroup files once per call.
+void accel_cpu_sysinfo_memory(uint64_t* out_total, uint64_t* out_available);
 
 // Threads of the whole machine that are runnable now besides the caller,
 // the fewest of three looks 1 ms apart (/proc/loadavg's running count,

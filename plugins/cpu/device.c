@@ -191,9 +191,12 @@ void accel_cpu_device_close(void* device_ptr) {
   } while (0)
 
 // Total memory of a device: physical memory (within the cgroup limit),
-// lowered to ACCEL_CPU_MEMORY_LIMIT when set.
-static uint64_t accel_cpu_device_total(const accel_cpu_device_t* device) {
-  uint64_t total = accel_cpu_sysinfo_total_memory();
+// lowered to ACCEL_CPU_MEMORY_LIMIT when set; and, when `out_available` is
+// not NULL, the host memory available (sysinfo.c), read in the same pass.
+static uint64_t accel_cpu_device_total(const accel_cpu_device_t* device,
+                                       uint64_t* out_available) {
+  uint64_t total = 0;
+  accel_cpu_sysinfo_memory(&total, out_available);
   if (device->memory_limit != 0 && device->memory_limit < total) {
     total = device->memory_limit;
   }
@@ -228,7 +231,8 @@ accel_status_t accel_cpu_device_query_props(
   ACCEL_CPU_PROPS_STRING(props, name, device->name);
   ACCEL_CPU_PROPS_STRING(props, vendor, device->vendor);
   ACCEL_CPU_PROPS_STRING(props, arch, device->arch);
-  ACCEL_CPU_PROPS_SET(props, total_memory, accel_cpu_device_total(device));
+  ACCEL_CPU_PROPS_SET(props, total_memory,
+                      accel_cpu_device_total(device, NULL));
   ACCEL_CPU_PROPS_SET(props, compute_units,
                       accel_cpu_pool_configured_width(device->plugin));
   // A block is one task looping over its block_dim (cpu_kernel.h); the
@@ -256,8 +260,8 @@ accel_status_t accel_cpu_device_query_props(
 accel_status_t accel_cpu_device_mem_info(void* device_ptr, uint64_t* out_free,
                                          uint64_t* out_total) {
   accel_cpu_device_t* device = device_ptr;
-  uint64_t total = accel_cpu_device_total(device);
-  uint64_t free_bytes = accel_cpu_sysinfo_available_memory();
+  uint64_t free_bytes = 0;
+  uint64_t total = accel_cpu_device_total(device, &free_bytes);
   if (device->memory_limit != 0) {
     uint64_t allocated = atomic_load(&device->allocated);
     uint64_t room =

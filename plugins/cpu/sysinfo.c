@@ -364,18 +364,27 @@ static bool accel_cpu_read_u64_file(const char* path, uint64_t* out_value) {
   return true;
 }
 
-// Reads a "Key:   N kB" line of /proc/meminfo, in bytes.
-static bool accel_cpu_meminfo(const char* key, uint64_t* out_bytes) {
+// Reads the "Key:   N kB" lines of /proc/meminfo for `count` keys in one
+// pass, in bytes; returns a mask of the keys found (bit i: keys[i]).
+static unsigned accel_cpu_meminfo(const char* const* keys, unsigned count,
+                                  uint64_t* out_bytes) {
   FILE* file = fopen("/proc/meminfo", "r");
-  if (file == NULL) return false;
+  if (file == NULL) return 0;
   char line[256];
-  size_t key_len = strlen(key);
-  bool found = false;
-  while (!found && fgets(line, sizeof(line), file) != NULL) {
-    if (strncmp(line, key, key_len) != 0 || line[key_len] != ':') continue;
-    unsigned long long kib = 0;
-    found = sscanf(line + key_len + 1, "%llu", &kib) == 1;
-    *out_bytes = (uint64_t)kib * 1024u;
+  unsigned found = 0, all = (1u << count) - 1u;
+  while (found != all && fgets(line, sizeof(line), file) != NULL) {
+    for (unsigned i = 0; i < count; i++) {
+      size_t key_len = strlen(keys[i]);
+      if (strncmp(line, keys[i], key_len) != 0 || line[key_len] != ':') {
+        continue;
+      }
+      unsigned long long kib = 0;
+      if (sscanf(line + key_len + 1, "%llu", &kib) == 1) {
+        out_bytes[i] = (uint64_t)kib * 1024u;
+        found |= 1u << i;
+      }
+      break;
+    }
   }
   fclose(file);
   return found;
@@ -460,35 +469,33 @@ static bool accel_cpu_cgroup_memory(uint64_t* out_limit, uint64_t* out_usage) {
                          "memory.usage_in_bytes", out_limit, out_usage));
 }
 
-uint64_t accel_cpu_sysinfo_total_memory(void) {
-  uint64_t total = 0;
-  if (!accel_cpu_meminfo("MemTotal", &total) || total == 0) {
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page_size = sysconf(_SC_PAGESIZE);
-    total = pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size
-                                       : (UINT64_C(1) << 30);
-  }
-  uint64_t limit = 0, usage = 0;
-  if (accel_cpu_cgroup_memory(&limit, &usage) && limit > 0 && limit < total) {
-    total = limit;
-  }
-  return total;
+// sysconf(`name`) pages in bytes, 0 when unknown.
+static uint64_t accel_cpu_pages_bytes(int name) {
+  long pages = sysconf(name);
+  long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size
+                                    : 0;
 }
 
-uint64_t accel_cpu_sysinfo_available_memory(void) {
-  uint64_t available = 0;
-  if (!accel_cpu_meminfo("MemAvailable", &available)) {
-    long pages = sysconf(_SC_AVPHYS_PAGES);
-    long page_size = sysconf(_SC_PAGESIZE);
-    available =
-        pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
-  }
+void accel_cpu_sysinfo_memory(uint64_t* out_total, uint64_t* out_available) {
+  static const char* const keys[2] = {"MemTotal", "MemAvailable"};
+  uint64_t bytes[2] = {0, 0};
+  unsigned found = accel_cpu_meminfo(keys, out_available != NULL ? 2 : 1,
+                                     bytes);
+  uint64_t total = (found & 1u) && bytes[0] != 0
+                       ? bytes[0]
+                       : accel_cpu_pages_bytes(_SC_PHYS_PAGES);
+  if (total == 0) total = UINT64_C(1) << 30;
+  uint64_t available =
+      (found & 2u) ? bytes[1] : accel_cpu_pages_bytes(_SC_AVPHYS_PAGES);
   uint64_t limit = 0, usage = 0;
   if (accel_cpu_cgroup_memory(&limit, &usage)) {
+    if (limit > 0 && limit < total) total = limit;
     uint64_t room = usage < limit ? limit - usage : 0;
     if (room < available) available = room;
   }
-  return available;
+  *out_total = total;
+  if (out_available != NULL) *out_available = available;
 }
 
 uint32_t accel_cpu_sysinfo_other_runnable(void) {
