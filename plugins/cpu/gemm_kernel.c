@@ -197,8 +197,11 @@ static void accel_cpu_gk_store(const accel_cpu_gk_job_t* j, const float* acc,
         accel_cpu_to_f32_block(row, c, g->c_dtype, nv);
         for (uint32_t x = 0; x < nv; x++) r32[x] = alpha * t[x] + beta * row[x];
       }
-    } else {
+    } else if (!last) {
       for (uint32_t x = 0; x < nv; x++) r32[x] += alpha * t[x];
+    } else {  // the f32 rows are not needed again: round from the stack
+      for (uint32_t x = 0; x < nv; x++) row[x] = r32[x] + alpha * t[x];
+      r32 = row;
     }
     if (last) accel_cpu_from_f32_block(c, r32, g->c_dtype, nv);
   }
