@@ -414,8 +414,9 @@ static accel_cpu_engines_t* accel_cpu_engines_get(accel_cpu_plugin_t* plugin) {
     atomic_store(&plugin->engines, e);
   } else {
     snprintf(plugin->engines_error, sizeof(plugin->engines_error),
-             "GEMM needs a BLAS library or oneDNN and none could be "
-             "loaded: %s; install libopenblas0, libblis4 or libdnnl2",
+             "GEMM needs the plugin's own engine (x86-64 with AVX2 and "
+             "FMA), a BLAS library or oneDNN, and none is available: %s; "
+             "install libopenblas0, libblis4 or libdnnl2",
              tried);
   }
   return e;
