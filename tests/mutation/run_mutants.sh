@@ -281,7 +281,11 @@ while IFS="$tab" read -r id p file filter script extra; do
     2|77|126|127) errors=$((errors + 1))
           say "ERROR  $id: accel-conform could not run it (exit $rc): $(tail -1 "$m/conform.log")" ;;
     124) caught=$((caught + 1)); say "CAUGHT $id (${secs}s): hung past 300 s" ;;
-    *) caught=$((caught + 1)); say "CAUGHT $id (${secs}s): accel-conform died (exit $rc) after: $(tail -1 "$m/conform.log" | cut -c1-80)" ;;
+    *) caught=$((caught + 1))
+       # accel-conform's crash guard names the check (crash.c); the log's
+       # last line is only the shell's word for the signal.
+       crash=$(grep -m1 '^accel-conform: crashed in check ' "$m/conform.log" | cut -c16-110)
+       say "CAUGHT $id (${secs}s): accel-conform died (exit $rc): ${crash:-no check named, last line: $(tail -1 "$m/conform.log" | cut -c1-80)}" ;;
   esac
 done < "$table"
 say "mutation score: $caught of $total caught ($errors errors)"
