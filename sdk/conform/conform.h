@@ -109,9 +109,34 @@ accel_status_t conform_kernel_get(conform_ctx_t* ctx, const char* name,
                                   accel_kernel_t** out_kernel, char* path,
                                   size_t path_size);
 
-// Enqueues accel_conform_add_one on `stream` over the first `n` int32 of
-// `buffer`, in blocks of 64 threads (fewer where the device's blocks are
-// smaller). Returns the launch status.
+// The test kernel every module holds: accel_conform_add_one(int32_t*
+// data, uint32_t n) adds 1 to data[i] for each global thread index i < n.
+#define CONFORM_ADD_ONE "accel_conform_add_one"
+
+// One launch of CONFORM_ADD_ONE: configuration and arguments together, so
+// a check can change `n` or `args[0]` (buffer, offset) and launch again.
+// `args[1]` points at `n`: the struct must stay where
+// conform_add_one_init() set it up (no copies).
+typedef struct conform_add_one {
+  uint32_t n;
+  accel_launch_config_t config;
+  accel_kernel_arg_t args[2];
+} conform_add_one_t;
+
+// Sets up `launch` over the first `n` int32 from `offset` bytes into
+// `buffer`, with a grid of blocks of 64 threads (fewer where the device's
+// blocks are smaller) that covers `count` >= `n` elements, so `n` may
+// grow up to `count` between launches.
+void conform_add_one_init(conform_ctx_t* ctx, conform_add_one_t* launch,
+                          accel_buffer_t* buffer, size_t offset, uint32_t n,
+                          uint32_t count);
+
+// Enqueues `launch` of `kernel` on `stream`; returns the launch status.
+accel_status_t conform_add_one_launch(const conform_add_one_t* launch,
+                                      accel_kernel_t* kernel,
+                                      accel_stream_t* stream);
+
+// Both in one: add_one on `stream` over the first `n` int32 of `buffer`.
 accel_status_t conform_launch_add_one(conform_ctx_t* ctx, accel_kernel_t* kernel,
                                       accel_stream_t* stream,
                                       accel_buffer_t* buffer, uint32_t n);

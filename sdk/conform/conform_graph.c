@@ -347,7 +347,7 @@ static conform_result_t conform_graph_update(conform_ctx_t* ctx,
   (void)arg;
   char path[1024] = "";
   accel_kernel_t* kernel = NULL;
-  CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", kernel, path);
+  CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, kernel, path);
   enum { M = 300 };
   int32_t init[M], got[M];
   for (int i = 0; i < M; i++) init[i] = i * 5;
@@ -361,36 +361,26 @@ static conform_result_t conform_graph_update(conform_ctx_t* ctx,
   if (st == ACCEL_OK) st = accel_buffer_write(b, 0, init, sizeof(init));
   if (st == ACCEL_OK) st = accel_buffer_write(c, 0, init, sizeof(init));
   if (st != ACCEL_OK) return conform_fail_status(ctx, st, "setup");
-  uint32_t n = 100;
-  accel_kernel_arg_t args[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = a},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-  };
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  config.grid[0] = (M + 63) / 64;
-  config.block[0] = 64;
+  // Grids over all M elements: the update raises n to 200.
+  conform_add_one_t launch, update;
+  conform_add_one_init(ctx, &launch, a, 0, 100, M);
+  conform_add_one_init(ctx, &update, b, 0, 200, M);
   accel_graph_t* graph = NULL;
   st = accel_stream_begin_capture(s);
-  if (st == ACCEL_OK) st = accel_kernel_launch(kernel, s, &config, 2, args);
+  if (st == ACCEL_OK) st = conform_add_one_launch(&launch, kernel, s);
   // Also an op on `a`, for the rebinding: a += a.
   if (st == ACCEL_OK) {
     st = accel_op_add(s, a, 0, a, 0, a, 0, ACCEL_DTYPE_I32, M);
   }
   accel_status_t end = accel_stream_end_capture(s, &graph);
   if (st == ACCEL_OK) st = end;
-  n = 7;  // values are copied at capture
+  launch.n = 7;  // values are copied at capture
   // Launch 1: a[i < 100] += 1, then a doubles.
   if (st == ACCEL_OK) st = accel_graph_launch(graph, s);
   if (st == ACCEL_OK) st = conform_stream_wait(ctx, s);
   // Launch 2: the kernel on b's first 200 elements; the add still on a.
-  uint32_t n2 = 200;
-  accel_kernel_arg_t args2[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = b},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n2), .value = &n2},
-  };
   if (st == ACCEL_OK) {
-    st = accel_graph_update_launch(graph, 0, NULL, 2, args2);
+    st = accel_graph_update_launch(graph, 0, NULL, 2, update.args);
   }
   if (st == ACCEL_OK) st = accel_graph_launch(graph, s);
   if (st == ACCEL_OK) st = conform_stream_wait(ctx, s);

@@ -21,23 +21,35 @@
 
 #include "conform.h"
 
-#define CONFORM_KERNEL_NAME "accel_conform_add_one"
+void conform_add_one_init(conform_ctx_t* ctx, conform_add_one_t* launch,
+                          accel_buffer_t* buffer, size_t offset, uint32_t n,
+                          uint32_t count) {
+  // 64, or the device's limit where it is smaller (0 would be no limit).
+  uint32_t max = ctx->info.max_threads_per_block;
+  uint32_t block = max != 0 && max < 64 ? max : 64;
+  launch->n = n;
+  accel_launch_config_init(&launch->config);
+  launch->config.block[0] = block;
+  launch->config.grid[0] = (count + block - 1) / block;
+  launch->args[0] = (accel_kernel_arg_t){
+      .kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer, .offset = offset};
+  launch->args[1] = (accel_kernel_arg_t){.kind = ACCEL_KERNEL_ARG_VALUE,
+                                         .size = sizeof(launch->n),
+                                         .value = &launch->n};
+}
+
+accel_status_t conform_add_one_launch(const conform_add_one_t* launch,
+                                      accel_kernel_t* kernel,
+                                      accel_stream_t* stream) {
+  return accel_kernel_launch(kernel, stream, &launch->config, 2, launch->args);
+}
 
 accel_status_t conform_launch_add_one(conform_ctx_t* ctx, accel_kernel_t* kernel,
                                       accel_stream_t* stream,
                                       accel_buffer_t* buffer, uint32_t n) {
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  uint32_t block = ctx->info.max_threads_per_block < 64
-                       ? ctx->info.max_threads_per_block
-                       : 64;
-  config.block[0] = block;
-  config.grid[0] = (n + block - 1) / block;
-  accel_kernel_arg_t args[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer, .offset = 0},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-  };
-  return accel_kernel_launch(kernel, stream, &config, 2, args);
+  conform_add_one_t launch;
+  conform_add_one_init(ctx, &launch, buffer, 0, n, n);
+  return conform_add_one_launch(&launch, kernel, stream);
 }
 
 // Tries every file in the kernel directory whose name starts with
@@ -164,9 +176,9 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
                           accel_status_string(status));
   }
   accel_kernel_t* kernel = NULL;
-  status = accel_kernel_create(module, CONFORM_KERNEL_NAME, &kernel);
+  status = accel_kernel_create(module, CONFORM_ADD_ONE, &kernel);
   if (status != ACCEL_OK) {
-    return conform_fail_status(ctx, status, CONFORM_KERNEL_NAME);
+    return conform_fail_status(ctx, status, CONFORM_ADD_ONE);
   }
   conform_track_kernel(ctx, kernel);
   enum { N = 1000 };
@@ -180,7 +192,9 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
     status = accel_buffer_write(buffer, 0, data, sizeof(data));
   if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &stream);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  status = conform_launch_add_one(ctx, kernel, stream, buffer, N - 3);
+  conform_add_one_t launch;
+  conform_add_one_init(ctx, &launch, buffer, 0, N - 3, N - 3);
+  status = conform_add_one_launch(&launch, kernel, stream);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "launch");
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "launch");
@@ -188,12 +202,9 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
                       "kernel result")) {
     return CONFORM_FAIL;
   }
-  uint32_t block = ctx->info.max_threads_per_block < 64
-                       ? ctx->info.max_threads_per_block
-                       : 64;
   return conform_report(ctx, CONFORM_PASS, "%s from %s: %u blocks of %u",
-                        CONFORM_KERNEL_NAME, path, (N - 3 + block - 1) / block,
-                        block);
+                        CONFORM_ADD_ONE, path, launch.config.grid[0],
+                        launch.config.block[0]);
 }
 
 // Whether the space-separated list `formats` holds `name`.

@@ -51,22 +51,14 @@ static conform_result_t conform_launch_offset(conform_ctx_t* ctx,
     status = accel_buffer_write(buffer, 0, data, sizeof(data));
   }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  uint32_t n = N;
-  accel_kernel_arg_t args[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer, .offset = offset},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-  };
-  uint32_t grid[3] = {(N + 63) / 64, 1, 1}, block[3] = {64, 1, 1};
+  conform_add_one_t launch;
+  conform_add_one_init(ctx, &launch, buffer, offset, N, N);
   uint32_t align = ctx->info.buffer_offset_alignment;
   if (align > 1 && offset % align != 0) {
     accel_stream_t* stream = NULL;
     status = conform_stream(ctx, ctx->device, &stream);
-    accel_launch_config_t config;
-    accel_launch_config_init(&config);
-    memcpy(config.grid, grid, sizeof(grid));
-    memcpy(config.block, block, sizeof(block));
     if (status == ACCEL_OK) {
-      status = accel_kernel_launch(kernel, stream, &config, 2, args);
+      status = conform_add_one_launch(&launch, kernel, stream);
     }
     if (status != ACCEL_ERROR_UNSUPPORTED) {
       return conform_report(ctx, CONFORM_FAIL,
@@ -80,7 +72,8 @@ static conform_result_t conform_launch_offset(conform_ctx_t* ctx,
   char what[64];
   snprintf(what, sizeof(what), "add_one at offset %zu", offset);
   conform_result_t r =
-      conform_launch_run(ctx, kernel, grid, block, 0, 2, args, what);
+      conform_launch_run(ctx, kernel, launch.config.grid, launch.config.block,
+                         0, 2, launch.args, what);
   if (r != CONFORM_PASS) return r;
   if (!conform_verify(ctx, buffer, (const unsigned char*)want, sizeof(want),
                       what)) {
@@ -94,7 +87,7 @@ static conform_result_t conform_launch_offsets(conform_ctx_t* ctx,
   (void)arg;
   char path[1024] = "";
   accel_kernel_t* kernel = NULL;
-  CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", kernel, path);
+  CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, kernel, path);
   uint32_t align = ctx->info.buffer_offset_alignment;
   size_t aligned = align > 256 ? align : 256;
   const size_t offsets[] = {aligned, 4, 12, 1000};
@@ -121,7 +114,7 @@ static conform_result_t conform_launch_args_at_enqueue(conform_ctx_t* ctx,
   (void)arg;
   char path[1024] = "";
   accel_kernel_t* kernel = NULL;
-  CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", kernel, path);
+  CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, kernel, path);
   enum { TOTAL = 512, N1 = 300, N2 = 200 };
   int32_t data[TOTAL], want1[TOTAL], want2[TOTAL];
   for (int i = 0; i < TOTAL; i++) {
@@ -142,27 +135,21 @@ static conform_result_t conform_launch_args_at_enqueue(conform_ctx_t* ctx,
     status = accel_buffer_write(b2, 0, data, sizeof(data));
   if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, 20);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  uint32_t n = N1;
-  accel_kernel_arg_t args[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = b1},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-  };
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  config.grid[0] = (TOTAL + 63) / 64;
-  config.block[0] = 64;
-  status = accel_kernel_launch(kernel, stream, &config, 2, args);
+  // One argument array and value, changed in place between the launches.
+  conform_add_one_t launch;
+  conform_add_one_init(ctx, &launch, b1, 0, N1, TOTAL);
+  status = conform_add_one_launch(&launch, kernel, stream);
   if (status == ACCEL_OK) {
-    n = N2;
-    args[0].buffer = b2;
-    status = accel_kernel_launch(kernel, stream, &config, 2, args);
+    launch.n = N2;
+    launch.args[0].buffer = b2;
+    status = conform_add_one_launch(&launch, kernel, stream);
   }
   if (status != ACCEL_OK) {
-    return conform_fail_status(ctx, status, "accel_conform_add_one");
+    return conform_fail_status(ctx, status, CONFORM_ADD_ONE);
   }
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) {
-    return conform_fail_wait(ctx, status, "accel_conform_add_one");
+    return conform_fail_wait(ctx, status, CONFORM_ADD_ONE);
   }
   if (!conform_verify(ctx, b1, (const unsigned char*)want1, sizeof(want1),
                       "first launch (buffer 1, n 300)") ||

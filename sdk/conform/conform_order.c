@@ -296,7 +296,7 @@ static conform_result_t conform_order_check(conform_ctx_t* ctx,
   o->op = (conform_order_op_t)(uintptr_t)arg;
   if (o->op == CONFORM_ORDER_LAUNCH) {
     char path[1024] = "";
-    CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", o->kernel, path);
+    CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, o->kernel, path);
   }
   conform_order_expect(o);
   // The host sides from accel_host_alloc() where the device has pinned

@@ -186,18 +186,10 @@ static accel_status_t conform_module_round(conform_ctx_t* ctx, const char* path,
   accel_status_t status =
       accel_module_create_from_file(ctx->device, path, &module);
   if (status == ACCEL_OK) {
-    status = accel_kernel_create(module, "accel_conform_add_one", &kernel);
+    status = accel_kernel_create(module, CONFORM_ADD_ONE, &kernel);
   }
-  uint32_t n = 64;
-  accel_kernel_arg_t args[2] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-  };
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  config.block[0] = 64;
   if (status == ACCEL_OK) {
-    status = accel_kernel_launch(kernel, stream, &config, 2, args);
+    status = conform_launch_add_one(ctx, kernel, stream, buffer, 64);
   }
   if (status == ACCEL_OK) status = conform_stream_wait(ctx, stream);
   if (ctx->hung) return status;  // releasing would wait for the launch
@@ -295,7 +287,7 @@ static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
   (void)arg;
   char path[1024] = "";
   accel_kernel_t* kernel = NULL;
-  CONFORM_GET_KERNEL(ctx, "accel_conform_add_one", kernel, path);
+  CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, kernel, path);
   accel_stream_t* stream = NULL;
   accel_buffer_t* buffer = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);

@@ -45,16 +45,10 @@ static bool conform_thread_round(conform_thread_t* t, int round) {
   accel_status_t s = accel_stream_write_buffer(t->stream, t->a, 0, t->in, bytes);
   if (s == ACCEL_OK) s = accel_stream_copy_buffer(t->stream, t->b, 0, t->a, 0, bytes);
   if (s == ACCEL_OK && t->kernel != NULL) {
-    accel_launch_config_t config;
-    accel_launch_config_init(&config);
-    config.block[0] = 64;
-    config.grid[0] = (n + 63) / 64;
-    accel_kernel_arg_t args[2] = {
-        {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = t->b},
-        {.kind = ACCEL_KERNEL_ARG_VALUE, .size = sizeof(n), .value = &n},
-    };
+    conform_add_one_t launch;
+    conform_add_one_init(t->ctx, &launch, t->b, 0, n, n);
     for (int l = 0; l < CONFORM_LAUNCHES && s == ACCEL_OK; l++) {
-      s = accel_kernel_launch(t->kernel, t->stream, &config, 2, args);
+      s = conform_add_one_launch(&launch, t->kernel, t->stream);
     }
   }
   if (s == ACCEL_OK && t->ops) {
@@ -104,8 +98,8 @@ static conform_result_t conform_threads_submit(conform_ctx_t* ctx,
   char path[1024] = "";
   accel_kernel_t* kernel = NULL;
   if ((ctx->info.caps & ACCEL_DEVICE_CAP_KERNELS) != 0 &&
-      conform_kernel_get(ctx, "accel_conform_add_one", &kernel, path,
-                         sizeof(path)) != ACCEL_OK) {
+      conform_kernel_get(ctx, CONFORM_ADD_ONE, &kernel, path, sizeof(path)) !=
+          ACCEL_OK) {
     kernel = NULL;
   }
   conform_thread_t* threads =
