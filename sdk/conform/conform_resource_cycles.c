@@ -14,8 +14,10 @@
 //   and both released.
 // Heap in use (mallinfo2) is compared before and after the measured
 // rounds: a leak of 64 (40) bytes a round shows; a cache that stops
-// growing during the warm-up rounds does not. On OpenCL devices module
-// rounds growing by up to 2 KiB each are a SKIP (see below).
+// growing during the warm-up rounds does not (object rounds that grow past
+// the slack are measured once more, and that decides). On OpenCL
+// devices module rounds growing by up to 2 KiB each are a SKIP (see
+// below).
 #define _GNU_SOURCE  // mallinfo2
 #include <accel/plugin.h>
 #include <dirent.h>
@@ -265,6 +267,15 @@ static conform_result_t conform_resource_objects(conform_ctx_t* ctx,
     r = conform_object_rounds(ctx, &d, keep, pinned, CONFORM_OBJECT_ROUNDS);
   }
   size_t heap = conform_heap_in_use();
+  // A leak grows the heap again in a second measurement; a runtime's
+  // allocator settling (PoCL with pinned memory: up to 14 KiB once in 60
+  // runs under load) does not. So growth past the slack is measured
+  // twice, and the second measurement decides.
+  if (r == CONFORM_PASS && !ctx->hung && heap > heap0 + CONFORM_OBJECT_SLACK) {
+    heap0 = heap;
+    r = conform_object_rounds(ctx, &d, keep, pinned, CONFORM_OBJECT_ROUNDS);
+    heap = conform_heap_in_use();
+  }
   if (ctx->hung) return r;  // left open: closing would wait for the work
   d.ops->stream_destroy(keep);
   conform_direct_close(&d);
