@@ -199,6 +199,13 @@ typedef struct conform_direct {
 conform_result_t conform_direct_open(conform_ctx_t* ctx, conform_direct_t* d);
 void conform_direct_close(conform_direct_t* d);
 const char* conform_direct_message(void);
+// The device's properties as the plugin itself reports them: query_props
+// through its table into `*props`, zeroed first with this suite's
+// struct_size (the core's device info may differ: it drops caps whose
+// entries are missing and fills a total_memory of 0 from mem_info).
+struct accel_plugin_device_props;
+accel_status_t conform_direct_props(const conform_direct_t* d,
+                                    struct accel_plugin_device_props* props);
 
 // Zeroed host memory freed after the check (aborts nothing: NULL on OOM).
 void* conform_alloc(conform_ctx_t* ctx, size_t size);

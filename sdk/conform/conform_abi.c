@@ -215,27 +215,26 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
 // shows (until 2026-11-29 this check read them there and could not fail).
 static const char* conform_abi_caps_broken(accel_device_caps_t caps,
                                            const accel_device_ops_t* ops) {
-  if ((caps & ACCEL_DEVICE_CAP_EVENT_TIMING) &&
-      CONFORM_OP(ops, event_elapsed_ms) == NULL) {
-    return "event_timing without event_elapsed_ms";
-  }
-  if ((caps & ACCEL_DEVICE_CAP_KERNELS) &&
-      CONFORM_OP(ops, module_load) == NULL) {
-    return "kernels without module_load";
-  }
-  if ((caps & ACCEL_DEVICE_CAP_PINNED_MEMORY) &&
-      CONFORM_OP(ops, host_alloc) == NULL) {
-    return "pinned_memory without host_alloc";
-  }
-  if ((caps & ACCEL_DEVICE_CAP_PEER_ACCESS) &&
-      CONFORM_OP(ops, copy_peer) == NULL) {
-    return "peer_access without copy_peer";
-  }
-  // plugin.h, mem_address: a host-accessible device promises its buffer
-  // addresses are host pointers, so it must be able to give them.
-  if ((caps & ACCEL_DEVICE_CAP_HOST_ACCESSIBLE) &&
-      CONFORM_OP(ops, mem_address) == NULL) {
-    return "host_accessible without mem_address";
+  const struct {
+    accel_device_caps_t cap;
+    bool has_entry;
+    const char* what;
+  } rules[] = {
+      {ACCEL_DEVICE_CAP_EVENT_TIMING, CONFORM_OP(ops, event_elapsed_ms) != NULL,
+       "event_timing without event_elapsed_ms"},
+      {ACCEL_DEVICE_CAP_KERNELS, CONFORM_OP(ops, module_load) != NULL,
+       "kernels without module_load"},
+      {ACCEL_DEVICE_CAP_PINNED_MEMORY, CONFORM_OP(ops, host_alloc) != NULL,
+       "pinned_memory without host_alloc"},
+      {ACCEL_DEVICE_CAP_PEER_ACCESS, CONFORM_OP(ops, copy_peer) != NULL,
+       "peer_access without copy_peer"},
+      // plugin.h, mem_address: a host-accessible device promises its
+      // buffer addresses are host pointers, so it must be able to give them.
+      {ACCEL_DEVICE_CAP_HOST_ACCESSIBLE, CONFORM_OP(ops, mem_address) != NULL,
+       "host_accessible without mem_address"},
+  };
+  for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+    if ((caps & rules[i].cap) && !rules[i].has_entry) return rules[i].what;
   }
   return NULL;
 }
@@ -245,9 +244,7 @@ static conform_result_t conform_abi_caps(conform_ctx_t* ctx, const void* arg) {
   conform_direct_t d;
   if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
   accel_plugin_device_props_t props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  accel_status_t status = d.ops->query_props(d.device, &props);
+  accel_status_t status = conform_direct_props(&d, &props);
   conform_result_t result = CONFORM_PASS;
   const char* broken = NULL;
   if (status != ACCEL_OK) {

@@ -136,9 +136,7 @@ static conform_result_t conform_resource_props(conform_ctx_t* ctx,
   conform_direct_t d;
   if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
   accel_plugin_device_props_t props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  accel_status_t status = d.ops->query_props(d.device, &props);
+  accel_status_t status = conform_direct_props(&d, &props);
   conform_result_t result;
   if (status != ACCEL_OK) {
     result = conform_report(ctx, CONFORM_FAIL, "query_props: %s: %s",
@@ -259,10 +257,8 @@ static conform_result_t conform_resource_alloc(conform_ctx_t* ctx,
     goto done;
   }
   accel_plugin_device_props_t props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
   uint64_t free0 = 0, total = 0;
-  status = d.ops->query_props(d.device, &props);
+  status = conform_direct_props(&d, &props);
   if (status == ACCEL_OK) status = d.ops->mem_info(d.device, &free0, &total);
   uint64_t limit = props.max_alloc_size ? props.max_alloc_size : total;
   uint64_t big = (limit < free0 / 2 ? limit : free0 / 2) & ~(uint64_t)4095;

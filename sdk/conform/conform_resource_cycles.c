@@ -234,9 +234,7 @@ static conform_result_t conform_object_rounds(conform_ctx_t* ctx,
 // to cycle it. A claim without host_alloc is abi.caps_entries' failure.
 static bool conform_claims_pinned(const conform_direct_t* d) {
   accel_plugin_device_props_t props;
-  memset(&props, 0, sizeof(props));
-  props.struct_size = sizeof(props);
-  return d->ops->query_props(d->device, &props) == ACCEL_OK &&
+  return conform_direct_props(d, &props) == ACCEL_OK &&
          (props.caps & ACCEL_DEVICE_CAP_PINNED_MEMORY) != 0 &&
          d->ops->host_alloc != NULL && d->ops->host_free != NULL;
 }

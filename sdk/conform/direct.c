@@ -47,6 +47,13 @@ static const accel_host_t conform_host = {
     .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
 };
 
+accel_status_t conform_direct_props(const conform_direct_t* d,
+                                    accel_plugin_device_props_t* props) {
+  memset(props, 0, sizeof(*props));
+  props->struct_size = sizeof(*props);
+  return d->ops->query_props(d->device, props);
+}
+
 void conform_direct_close(conform_direct_t* d) {
   if (d->device != NULL) d->desc->device_close(d->device);
   if (d->plugin != NULL) d->desc->unload(d->plugin);
