@@ -675,6 +675,7 @@ static void fakehip_event_release(hipEvent_t e) {
 }
 
 static void fakehip_body_run(const fakehip_body_t* body);
+static void fakehip_host_call_run(void* arg);
 static void fakehip_body_release(fakehip_body_t* body);
 
 // Runs `t`, leaving what it owns.
@@ -753,9 +754,22 @@ static void* fakehip_worker(void* arg) {
       if (error != hipSuccess) t->event->error = error;
       pthread_mutex_unlock(&t->event->mutex);
     }
-    fakehip_task_run(t);
-    // accel_conform_fail traps, as FAKEHIP_FAULT's kernels fault.
-    if (t->kind == FAKEHIP_LAUNCH && fakehip_launch_trapped) faults = true;
+    // After a fault HIP calls no host function (hipLaunchHostFunc).
+    pthread_mutex_lock(&s->mutex);
+    bool failed = s->error != hipSuccess;
+    pthread_mutex_unlock(&s->mutex);
+    if (failed && t->kind == FAKEHIP_CALL && t->call == fakehip_host_call_run) {
+      fakehip_task_clear(t);
+    } else {
+      fakehip_launch_trapped = false;
+      fakehip_task_run(t);
+    }
+    // accel_conform_fail traps, as FAKEHIP_FAULT's kernels fault; so does
+    // a graph whose launch node traps.
+    if ((t->kind == FAKEHIP_LAUNCH || t->kind == FAKEHIP_GRAPH) &&
+        fakehip_launch_trapped) {
+      faults = true;
+    }
     pthread_mutex_lock(&s->mutex);
     if (faults && s->error == hipSuccess) s->error = hipErrorIllegalAddress;
     s->head = t->next;
@@ -1664,8 +1678,17 @@ static void fakehip_body_release(fakehip_body_t* body) {
   free(body);
 }
 
+// Runs a graph's nodes; fakehip_launch_trapped says whether one trapped
+// (the launch of the graph then faults, as a node's trap does on a GPU).
 static void fakehip_body_run(const fakehip_body_t* body) {
-  for (size_t i = 0; i < body->count; i++) fakehip_task_exec(body->tasks[i]);
+  bool trapped = false;
+  for (size_t i = 0; i < body->count; i++) {
+    fakehip_task_exec(body->tasks[i]);
+    if (body->tasks[i]->kind == FAKEHIP_LAUNCH && fakehip_launch_trapped) {
+      trapped = true;
+    }
+  }
+  fakehip_launch_trapped = trapped;
 }
 
 static void fakehip_graphs_count(int delta) {
