@@ -4,9 +4,13 @@
 // launch fail on the device (a trap on GPU targets, ctx->fail for CPU-ABI
 // kernels; see kernels/README.md). The failure must reach
 // stream_synchronize, stream_query, event_synchronize and event_query of
-// an event recorded after it, and stay (sticky) on a second call. These
-// checks run last: on a GPU a trapped kernel may leave the context
-// unusable.
+// an event recorded after it, and stay (sticky) on a second call. A host
+// function enqueued behind the failure must not be called (controls.h,
+// as cuLaunchHostFunc), and a failing kernel captured in a graph must
+// fail the graph's launch at the synchronize, as the same kernel
+// enqueued directly does. These checks run last: on a GPU a trapped
+// kernel may leave the context unusable.
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,8 +111,148 @@ static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
                         recorded ? "" : " (reported from the enqueue on)");
 }
 
+// A flag buffer for accel_conform_fail, made before any capture.
+static accel_status_t conform_error_flag(conform_ctx_t* ctx,
+                                         accel_buffer_t** out_flag) {
+  accel_status_t status = conform_buffer(ctx, ctx->device, 256, out_flag);
+  if (status == ACCEL_OK) status = accel_buffer_fill(*out_flag, 0, 0, 256);
+  return status;
+}
+
+// Launches accel_conform_fail on `s`.
+static accel_status_t conform_error_launch(accel_kernel_t* fail,
+                                           accel_stream_t* s,
+                                           accel_buffer_t* flag) {
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  accel_kernel_arg_t a = {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = flag};
+  return accel_kernel_launch(fail, s, &config, 1, &a);
+}
+
+// SKIP when the setup already fails with the error of an earlier check's
+// failed kernel (a GPU context's sticky error): nothing is left to see.
+static conform_result_t conform_error_setup(conform_ctx_t* ctx,
+                                            accel_status_t status,
+                                            const char* what) {
+  if (status == ACCEL_ERROR_DEVICE_LOST || status == ACCEL_ERROR_BACKEND) {
+    return conform_report(ctx, CONFORM_SKIP,
+                          "the device still reports an earlier check's "
+                          "failed kernel (%s: %s); run this check alone",
+                          accel_status_string(status), accel_last_error());
+  }
+  return conform_fail_status(ctx, status, what);
+}
+
+// An enqueue that reports the queued failure already (CUDA and HIP fail
+// every call once a kernel has faulted) is fine; one that says the
+// arguments are wrong or the entry is missing is not.
+static bool conform_error_early(accel_status_t status) {
+  return status != ACCEL_OK && status != ACCEL_ERROR_INVALID_ARGUMENT &&
+         status != ACCEL_ERROR_UNSUPPORTED;
+}
+
+static void conform_error_host_call(void* user) {
+  atomic_fetch_add((atomic_int*)user, 1);
+}
+
+static conform_result_t conform_error_host_func(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  char path[1024] = "";
+  accel_kernel_t* fail = NULL;
+  CONFORM_GET_KERNEL(ctx, "accel_conform_fail", fail, path);
+  atomic_int* calls = conform_alloc(ctx, sizeof(*calls));
+  if (calls == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  atomic_init(calls, 0);
+  accel_stream_t* s = NULL;
+  accel_buffer_t* flag = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK) status = conform_error_flag(ctx, &flag);
+  if (status != ACCEL_OK) return conform_error_setup(ctx, status, "setup");
+  status = conform_error_launch(fail, s, flag);
+  if (status != ACCEL_OK) {
+    return conform_error_setup(ctx, status, "launching the failing kernel");
+  }
+  status = conform_heavy_work(ctx, s, 2);
+  if (status == ACCEL_OK) {
+    status = accel_stream_launch_host_func(s, conform_error_host_call, calls);
+  }
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    (void)conform_stream_sync(ctx, s);
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "host functions: %s",
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK && !conform_error_early(status)) {
+    return conform_fail_status(ctx, status, "enqueueing after the launch");
+  }
+  accel_status_t sync = conform_stream_sync(ctx, s);
+  if (ctx->hung) return conform_fail_wait(ctx, sync, "stream_synchronize");
+  if (sync == ACCEL_OK) {
+    return conform_report(ctx, CONFORM_SKIP,
+                          "the failing kernel did not fail (error.sticky "
+                          "says why)");
+  }
+  if (atomic_load(calls) != 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a host function enqueued after a kernel that "
+                          "failed was called %d time(s); controls.h: after "
+                          "an asynchronous error it is not called",
+                          atomic_load(calls));
+  }
+  return conform_report(ctx, CONFORM_PASS, "not called after %s%s",
+                        accel_status_string(sync),
+                        status != ACCEL_OK ? " (reported at enqueue)" : "");
+}
+
+static conform_result_t conform_error_graph(conform_ctx_t* ctx,
+                                            const void* arg) {
+  (void)arg;
+  char path[1024] = "";
+  accel_kernel_t* fail = NULL;
+  CONFORM_GET_KERNEL(ctx, "accel_conform_fail", fail, path);
+  accel_stream_t* s = NULL;
+  accel_graph_t* graph = NULL;
+  accel_buffer_t* flag = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status == ACCEL_OK) status = conform_error_flag(ctx, &flag);
+  if (status != ACCEL_OK) return conform_error_setup(ctx, status, "setup");
+  status = accel_stream_begin_capture(s);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "graphs: %s",
+                          accel_last_error());
+  }
+  const char* what = "begin_capture";
+  if (status == ACCEL_OK) {
+    what = "launching the failing kernel in the capture";
+    status = conform_error_launch(fail, s, flag);
+    accel_status_t end = accel_stream_end_capture(s, &graph);
+    if (status == ACCEL_OK) what = "end_capture", status = end;
+  }
+  if (status == ACCEL_OK) {
+    what = "graph_launch";
+    status = accel_graph_launch(graph, s);
+  }
+  accel_graph_release(graph);  // runs already enqueued hold it
+  if (status != ACCEL_OK && !conform_error_early(status)) {
+    return conform_fail_status(ctx, status, what);
+  }
+  accel_status_t sync = conform_stream_sync(ctx, s);
+  if (ctx->hung) return conform_fail_wait(ctx, sync, "stream_synchronize");
+  if (status == ACCEL_OK && sync == ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a graph holding a kernel that fails on the "
+                          "device ran to ACCEL_OK at stream_synchronize "
+                          "(the error of a graph's node was lost)");
+  }
+  return conform_report(ctx, CONFORM_PASS, "%s from the graph's run%s",
+                        accel_status_string(sync == ACCEL_OK ? status : sync),
+                        status != ACCEL_OK ? " (reported at enqueue)" : "");
+}
+
 static const conform_check_t conform_errors[] = {
     {"error.sticky", conform_error_sticky, NULL},
+    {"error.host_func", conform_error_host_func, NULL},
+    {"error.graph", conform_error_graph, NULL},
 };
 
 const conform_check_t* conform_error_checks(size_t* out_count) {

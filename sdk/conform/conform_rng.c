@@ -3,7 +3,10 @@
 // Random fills (op_rng, ABI 1.3): every distribution and dtype must give
 // exactly the bytes of <accel/philox.h>, the reference every backend runs,
 // including a fill that ends inside a Philox block, one that starts past
-// the buffer's first element, and a counter that carries past 2^64. The
+// the buffer's first element, a counter that carries past 2^64, and one
+// fill of 2^20 + 2^16 + 13 elements: past the pieces a backend splits a
+// fill into (a CPU thread pool's chunks, a grid capped in size whose work
+// items loop), whose later pieces a small fill never reaches. The
 // device generator must hand out consecutive blocks. A backend without
 // op_rng (an optional ABI 1.3 entry) is UNSUPPORTED, also under
 // --require-ops, which covers the ABI 1.1 ops.
@@ -20,6 +23,7 @@ typedef struct conform_rng_case {
   accel_dtype_t dtype;
   uint64_t offset;
   double a, b;
+  size_t count;  // elements; 0: CONFORM_RNG_COUNT
 } conform_rng_case_t;
 
 // The reference bytes of `count` elements of `c` with `seed`.
@@ -89,17 +93,16 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   const conform_rng_case_t* c = arg;
   size_t elem = accel_dtype_size(c->dtype);
   size_t start = 3 * elem;
+  size_t count = c->count != 0 ? c->count : CONFORM_RNG_COUNT;
   accel_stream_t* stream = NULL;
   accel_buffer_t* buffer = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
   if (status == ACCEL_OK) {
-    status = conform_buffer(ctx, ctx->device, start + CONFORM_RNG_COUNT * elem,
-                            &buffer);
+    status = conform_buffer(ctx, ctx->device, start + count * elem, &buffer);
   }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   uint64_t seed = ctx->seed ^ 0x5eed5eed5eedull;
-  status =
-      conform_rng_enqueue(stream, buffer, start, c, seed, CONFORM_RNG_COUNT);
+  status = conform_rng_enqueue(stream, buffer, start, c, seed, count);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
     return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s",
                           accel_last_error());
@@ -107,21 +110,21 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "op_rng");
-  conform_result_t result = conform_rng_compare(ctx, buffer, start, c, seed,
-                                                c->offset, CONFORM_RNG_COUNT);
+  conform_result_t result =
+      conform_rng_compare(ctx, buffer, start, c, seed, c->offset, count);
   if (result != CONFORM_PASS) return result;
   return conform_report(ctx, CONFORM_PASS,
-                        "%d elements from offset %llu identical to "
+                        "%zu elements from offset %llu identical to "
                         "<accel/philox.h>",
-                        CONFORM_RNG_COUNT, (unsigned long long)c->offset);
+                        count, (unsigned long long)c->offset);
 }
 
 // Two generator fills take consecutive blocks: 10 elements use 3.
 static conform_result_t conform_rng_generator(conform_ctx_t* ctx,
                                               const void* arg) {
   (void)arg;
-  static const conform_rng_case_t bits = {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32, 0,
-                                          0, 0};
+  static const conform_rng_case_t bits = {
+      ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32, 0, 0, 0, 0};
   accel_stream_t* stream = NULL;
   accel_buffer_t* buffer = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
@@ -157,14 +160,17 @@ static conform_result_t conform_rng_generator(conform_ctx_t* ctx,
 }
 
 static const conform_rng_case_t conform_rng_cases[] = {
-    {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32, 5, 0, 0},
-    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F32, 0, -2, 3},
-    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F16, 1, -2, 3},
-    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_BF16, 2, 0, 1},
-    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F32, 0, 0.5, 2},
-    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F16, 9, 0, 1},
-    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_BF16, 9, -1, 0.25},
-    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F32, UINT64_MAX - 100, 0, 1},
+    {ACCEL_PHILOX_BITS, ACCEL_DTYPE_I32, 5, 0, 0, 0},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F32, 0, -2, 3, 0},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F16, 1, -2, 3, 0},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_BF16, 2, 0, 1, 0},
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F32, 0, 0.5, 2, 0},
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F16, 9, 0, 1, 0},
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_BF16, 9, -1, 0.25, 0},
+    {ACCEL_PHILOX_UNIFORM, ACCEL_DTYPE_F32, UINT64_MAX - 100, 0, 1, 0},
+    // Past 16 CPU chunks of 2^16 and an OpenCL grid of 2^18 blocks.
+    {ACCEL_PHILOX_NORMAL, ACCEL_DTYPE_F16, 7, 1, 3,
+     ((size_t)1 << 20) + ((size_t)1 << 16) + 13},
 };
 
 static const conform_check_t conform_rngs[] = {
@@ -176,6 +182,7 @@ static const conform_check_t conform_rngs[] = {
     {"rng.normal.f16", conform_rng_fill, &conform_rng_cases[5]},
     {"rng.normal.bf16", conform_rng_fill, &conform_rng_cases[6]},
     {"rng.counter_carry", conform_rng_fill, &conform_rng_cases[7]},
+    {"rng.large", conform_rng_fill, &conform_rng_cases[8]},
     {"rng.generator", conform_rng_generator, NULL},
 };
 
