@@ -9,8 +9,9 @@
 // the stream's sticky error for synchronize and query, that elapsed time
 // of an event not yet reached is NOT_READY, that a stream waiting for an
 // event of another stream waits, that the pending-event list is pruned
-// instead of growing, and that pinned blocks are released. Skips (77)
-// without an OpenCL device.
+// instead of growing, that a fill enqueued behind another thread's marker
+// is not taken as covered by it, and that pinned blocks are released.
+// Skips (77) without an OpenCL device.
 #include <time.h>
 
 #include "accel_opencl.h"
@@ -126,6 +127,57 @@ TEST(sticky_async_error) {
   OCL_ASSERT_STATUS(fx.ops->event_synchronize(event), ACCEL_ERROR_DEVICE_LOST);
   fx.ops->event_destroy(event);
   fx.ops->stream_destroy(stream);
+  fx.ops->mem_free(device, mem);
+  ocl_unload(&fx);
+}
+
+// Two threads on one stream, replayed in the order that used to lose a
+// command: a marker is enqueued (its count read first), another thread's
+// fill lands behind it (here behind a second gate too, so that it cannot
+// finish), and only then is the marker handed to the stream. The stream
+// must still know that the fill is not covered: once the marker has
+// completed, stream_query has to say "not done". A flag that the fill set
+// and the late marker cleared said "done".
+TEST(marker_overtaken_by_a_fill) {
+  ocl_fixture_t fx;
+  OPEN_OR_SKIP(fx);
+  accel_opencl_device_t* device = fx.device;
+  const accel_opencl_api_t* cl = device->cl;
+  void *mem = NULL, *stream_ptr = NULL;
+  OCL_ASSERT_OK(fx.ops->mem_alloc(device, 4096, &mem));
+  OCL_ASSERT_OK(fx.ops->stream_create(device, 0, &stream_ptr));
+  accel_opencl_stream_t* stream = stream_ptr;
+  cl_event gate = block(stream);
+  ASSERT_NOT_NULL(gate);
+  uint64_t mark = accel_opencl_stream_mark(stream);
+  cl_event marker = NULL;
+  ASSERT_EQ(cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker),
+            CL_SUCCESS);
+  cl_int err = CL_SUCCESS;
+  cl_event hold = cl->clCreateUserEvent(device->context, &err);
+  ASSERT_EQ(err, CL_SUCCESS);
+  ASSERT_EQ(cl->clEnqueueBarrierWithWaitList(stream->queue, 1, &hold, NULL),
+            CL_SUCCESS);
+  OCL_ASSERT_OK(fx.ops->memset(device, stream, mem, 0, 7, 4096));
+  cl->clRetainEvent(marker);  // one reference for the stream, one here
+  OCL_ASSERT_OK(accel_opencl_stream_tracked(stream, CL_SUCCESS, marker, mark,
+                                            "test marker"));
+  cl->clSetUserEventStatus(gate, CL_COMPLETE);
+  cl->clReleaseEvent(gate);
+  ASSERT_EQ(cl->clWaitForEvents(1, &marker), CL_SUCCESS);
+  cl->clReleaseEvent(marker);
+  bool done = true;
+  OCL_ASSERT_OK(fx.ops->stream_query(stream, &done));
+  ASSERT(!done);  // the fill still waits behind `hold`
+  cl->clSetUserEventStatus(hold, CL_COMPLETE);
+  cl->clReleaseEvent(hold);
+  OCL_ASSERT_OK(fx.ops->stream_synchronize(stream));
+  OCL_ASSERT_OK(fx.ops->stream_query(stream, &done));
+  ASSERT(done);
+  unsigned char out[4096];
+  OCL_ASSERT_OK(fx.ops->copy_d2h(device, NULL, out, mem, 0, sizeof(out)));
+  ASSERT_EQ(out[4095], 7);
+  fx.ops->stream_destroy(stream_ptr);
   fx.ops->mem_free(device, mem);
   ocl_unload(&fx);
 }
