@@ -16,6 +16,24 @@
 
 #include "conform.h"
 
+// A flag buffer for accel_conform_fail, made before any capture.
+static accel_status_t conform_error_flag(conform_ctx_t* ctx,
+                                         accel_buffer_t** out_flag) {
+  accel_status_t status = conform_buffer(ctx, ctx->device, 256, out_flag);
+  if (status == ACCEL_OK) status = accel_buffer_fill(*out_flag, 0, 0, 256);
+  return status;
+}
+
+// Launches accel_conform_fail on `s`.
+static accel_status_t conform_error_launch(accel_kernel_t* fail,
+                                           accel_stream_t* s,
+                                           accel_buffer_t* flag) {
+  accel_launch_config_t config;
+  accel_launch_config_init(&config);
+  accel_kernel_arg_t a = {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = flag};
+  return accel_kernel_launch(fail, s, &config, 1, &a);
+}
+
 static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
                                              const void* arg) {
   (void)arg;
@@ -27,13 +45,9 @@ static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
   accel_buffer_t* flag = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &s);
   if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &e);
-  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, 256, &flag);
-  if (status == ACCEL_OK) status = accel_buffer_fill(flag, 0, 0, 256);
+  if (status == ACCEL_OK) status = conform_error_flag(ctx, &flag);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  accel_kernel_arg_t a = {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = flag};
-  status = accel_kernel_launch(fail, s, &config, 1, &a);
+  status = conform_error_launch(fail, s, flag);
   if (status != ACCEL_OK) {
     return conform_fail_status(ctx, status, "launching the failing kernel");
   }
@@ -109,24 +123,6 @@ static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
   return conform_report(ctx, CONFORM_PASS, "sticky %s reached every query%s",
                         accel_status_string(first),
                         recorded ? "" : " (reported from the enqueue on)");
-}
-
-// A flag buffer for accel_conform_fail, made before any capture.
-static accel_status_t conform_error_flag(conform_ctx_t* ctx,
-                                         accel_buffer_t** out_flag) {
-  accel_status_t status = conform_buffer(ctx, ctx->device, 256, out_flag);
-  if (status == ACCEL_OK) status = accel_buffer_fill(*out_flag, 0, 0, 256);
-  return status;
-}
-
-// Launches accel_conform_fail on `s`.
-static accel_status_t conform_error_launch(accel_kernel_t* fail,
-                                           accel_stream_t* s,
-                                           accel_buffer_t* flag) {
-  accel_launch_config_t config;
-  accel_launch_config_init(&config);
-  accel_kernel_arg_t a = {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = flag};
-  return accel_kernel_launch(fail, s, &config, 1, &a);
 }
 
 // SKIP when the setup already fails with the error of an earlier check's
