@@ -328,16 +328,10 @@ static conform_result_t conform_wrap_use(conform_ctx_t* ctx,
                           (unsigned long long)address);
   }
   // Zero-copy: a read of the wrapped buffer is the owner's bytes.
-  status = accel_buffer_read(w, 0, got, n);
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
-  for (size_t i = 0; i < n; i++) {
-    if (got[i] != want[s + i]) {
-      return conform_report(ctx, CONFORM_FAIL,
-                            "reading the wrapped buffer: byte %zu is %u, the "
-                            "owner's memory holds %u (a copy, or another "
-                            "address?)",
-                            i, got[i], want[s + i]);
-    }
+  if (!conform_verify(ctx, w, want + s, n,
+                      "reading the wrapped buffer against the owner's "
+                      "memory (a copy, or another address?)")) {
+    return CONFORM_FAIL;
   }
   // A synchronous write, then stream work: a write, a fill at the very end,
   // a copy within the buffer. Each must land in the owner's memory.
