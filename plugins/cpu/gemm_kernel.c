@@ -26,11 +26,12 @@
 // fixed row stride, packed eight at a time (192 KiB, L2), each used
 // against every sliver of the B block. An operand stored across that
 // layout (a transposed A or B) goes through a W x W tile transposed in
-// registers. C is written once per k block: f32 C accumulates
-// in place (the first block applies beta); an f16/bf16 C with one k block
-// (k <= kc) is rounded straight from the registers' tile; with more, the
-// block's rows accumulate in an f32 tile of at most ACCEL_CPU_GK_MC rows
-// and are rounded after the last block.
+// registers. An f32 C accumulates in place, once per k block (the first
+// applies beta). An f16/bf16 C is rounded straight from the registers'
+// tile when every k block of the B block fits half the L2 ("full k": all
+// blocks of B, and of each A sliver, are packed before the kernel runs
+// them in turn on one tile); past that, the k blocks' sums accumulate in
+// an f32 tile of at most ACCEL_CPU_GK_MC rows, rounded after the last.
 //
 // Threads: the product is split into one task per pool thread, by
 // columns of C (whole slivers) when there are enough of them, else by
@@ -40,12 +41,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gemm_kernel.h"
 
 // Rows of C per f32 accumulation tile when an f16/bf16 C takes several k
 // blocks (the tile is ACCEL_CPU_GK_MC x nq floats: 1 MiB with AVX-512).
 #define ACCEL_CPU_GK_MC 1024u
+// Bytes of packed B (every k block) up to which an f16/bf16 C is written
+// once, from the registers, instead of through an f32 tile: half the L2
+// (glibc reads its size from CPUID), 1 MiB where it is not known. On the
+// 2 MiB L2 of an Emerald Rapids guest (docs/performance.md), full k at
+// 1024^3 (1 MiB of B) took f16 from 0.91-0.93 of oneDNN's f32 matmul to
+// 0.95-0.96; at 2048^3 (2 MiB of B) it was 8-10 points slower than the
+// tile, and for an f32 C (accumulated in place) it changed nothing.
+static size_t accel_cpu_gk_full_k_bytes(void) {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#else
+  long l2 = 0;
+#endif
+  return l2 > 0 ? (size_t)l2 / 2 : (size_t)1 << 20;
+}
 // A slivers packed at a time (a transposed A is read across them).
 #define ACCEL_CPU_GK_SLIVERS 8u
 // Largest micro-tile of any kernel (for the stack buffers).
@@ -56,13 +73,14 @@ typedef struct accel_cpu_gk_job {
   const accel_cpu_gk_isa_t* isa;
   const accel_plugin_gemm_t* g;
   float alpha, beta;
-  size_t es;          // bytes per element of A and B
-  size_t es_c;        // of C
-  uint32_t kc;        // k per block (every block but the last)
-  uint64_t kblocks;   // number of k blocks
-  bool c32;           // an f16/bf16 C over several k blocks
-  bool split_n;       // tasks take columns of C, else rows
-  uint64_t units;     // column slivers (NR) or row slivers (MR) in all
+  size_t es;         // bytes per element of A and B
+  size_t es_c;       // of C
+  uint32_t kc;       // k per block (every block but the last)
+  uint64_t kblocks;  // number of k blocks
+  bool full_k;       // every k block packed at once, C written once
+  bool c32;          // an f16/bf16 C over several k blocks, not full_k
+  bool split_n;      // tasks take columns of C, else rows
+  uint64_t units;    // column slivers (NR) or row slivers (MR) in all
   uint64_t tasks;
   unsigned char* scratch;
   size_t b_bytes;     // of a task's scratch, for its packed B block
@@ -112,8 +130,8 @@ static void accel_cpu_gk_pack_a(const accel_cpu_gk_job_t* j, uint64_t i0,
         }
       }
       isa->tile(cols > 0 ? src + i * j->es : src, stride, g->a_dtype,
-                cols > 0 ? kk : 0, cols, ap + (size_t)i * isa->kc + k,
-                isa->kc, padded - i < w ? padded - i : w, kk);
+                cols > 0 ? kk : 0, cols, ap + (size_t)i * isa->kc + k, isa->kc,
+                padded - i < w ? padded - i : w, kk);
     }
   }
 }
@@ -161,6 +179,13 @@ static void accel_cpu_gk_pack_b(const accel_cpu_gk_job_t* j, uint64_t p0,
 
 enum { ACCEL_CPU_GK_FIRST = 1, ACCEL_CPU_GK_LAST = 2 };
 
+// The depth of k block `blk` (the last may be shorter).
+static inline uint32_t accel_cpu_gk_kc(const accel_cpu_gk_job_t* j,
+                                       uint64_t blk) {
+  uint64_t p0 = blk * j->kc;
+  return (uint32_t)(j->g->k - p0 < j->kc ? j->g->k - p0 : j->kc);
+}
+
 // Adds the tile `acc` (rows [i0, i0 + mv), columns [j0, j0 + nv) of C, the
 // k block's part) into C or into the f32 tile `c32` (row stride `ld32`,
 // positioned at the tile): `phase` says whether this is the first and/or
@@ -177,7 +202,8 @@ static void accel_cpu_gk_store(const accel_cpu_gk_job_t* j, const float* acc,
   float row[32];
   for (uint32_t i = 0; i < mv; i++) {
     const float* t = acc + (size_t)i * nr;
-    unsigned char* c = (unsigned char*)g->c + ((i0 + i) * g->ldc + j0) * j->es_c;
+    unsigned char* c =
+        (unsigned char*)g->c + ((i0 + i) * g->ldc + j0) * j->es_c;
     if (g->c_dtype == ACCEL_DTYPE_F32) {  // in place, every k block
       float* cf = (float*)c;
       if (!first) {
@@ -207,6 +233,20 @@ static void accel_cpu_gk_store(const accel_cpu_gk_job_t* j, const float* acc,
   }
 }
 
+// Fetches, for writing, the lines of C that the tile at rows
+// [i0, i0 + mv), columns [j0, j0 + nv) will be stored to.
+static void accel_cpu_gk_prefetch_c(const accel_cpu_gk_job_t* j, uint64_t i0,
+                                    uint32_t mv, uint64_t j0, uint32_t nv) {
+  const accel_plugin_gemm_t* g = j->g;
+  for (uint32_t i = 0; i < mv; i++) {
+    const char* c = (const char*)g->c + ((i0 + i) * g->ldc + j0) * j->es_c;
+    for (size_t x = 0; x < nv * j->es_c; x += 64) {
+      __builtin_prefetch(c + x, 1, 3);
+    }
+    __builtin_prefetch(c + nv * j->es_c - 1, 1, 3);
+  }
+}
+
 static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
   (void)worker;
   const accel_cpu_gk_job_t* j = ctx;
@@ -223,36 +263,62 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
     m1 = hi * mr < g->m ? hi * mr : g->m;
   }
   if (m0 >= m1 || n0 >= n1) return;
+  // Scratch: `step` packed B blocks, `step` groups of A slivers, two
+  // tiles, the f32 rows.
   unsigned char* s = j->scratch + j->task_bytes * t;
+  const uint64_t step = j->full_k ? j->kblocks : 1;  // k blocks per pass
+  const size_t b_block = j->b_bytes / sizeof(float);
+  const size_t a_block = (size_t)ACCEL_CPU_GK_SLIVERS * mr * isa->kc;
   float* bp = (float*)s;
-  float* ap = (float*)(s + j->b_bytes);
+  float* ap = (float*)(s + j->b_bytes * step);
+  float* acc = ap + a_block * step;
+  float* part = acc + ACCEL_CPU_GK_TILE_MAX;
+  float* c32 = part + ACCEL_CPU_GK_TILE_MAX;
   // Rows of A packed at a time: a transposed A eight slivers (each of its
   // rows is then read in order), a plain one one sliver, which stays in
   // L1 for the kernel calls that follow (eight at once measured 2-8%
   // slower for f32).
   const uint32_t group = g->trans_a ? ACCEL_CPU_GK_SLIVERS * mr : mr;
-  float* acc = ap + (size_t)ACCEL_CPU_GK_SLIVERS * mr * isa->kc;
-  float* c32 = acc + ACCEL_CPU_GK_TILE_MAX;
+  const uint32_t tile = mr * nr;
   uint64_t mc = j->c32 ? ACCEL_CPU_GK_MC / mr * mr : m1 - m0;
   for (uint64_t jq = n0; jq < n1; jq += isa->nq) {
     uint32_t nq = (uint32_t)(n1 - jq < isa->nq ? n1 - jq : isa->nq);
     for (uint64_t ic = m0; ic < m1; ic += mc) {
       uint64_t ie = m1 - ic < mc ? m1 : ic + mc;
-      for (uint64_t blk = 0; blk < j->kblocks; blk++) {
-        uint64_t p0 = blk * j->kc;
-        uint32_t kc = (uint32_t)(g->k - p0 < j->kc ? g->k - p0 : j->kc);
+      for (uint64_t blk = 0; blk < j->kblocks; blk += step) {
         int phase = (blk == 0 ? ACCEL_CPU_GK_FIRST : 0) |
-                    (blk + 1 == j->kblocks ? ACCEL_CPU_GK_LAST : 0);
-        accel_cpu_gk_pack_b(j, p0, kc, jq, nq, bp);
+                    (blk + step == j->kblocks ? ACCEL_CPU_GK_LAST : 0);
+        // An f16/bf16 C is written on the last pass only, where its lines
+        // are usually cold: they are fetched while the kernel runs (f16 at
+        // 1024^3 and 2048^3 about 5% faster in accel-bench; for an f32 C,
+        // first written on the first pass, it changed nothing).
+        const bool round_c =
+            g->c_dtype != ACCEL_DTYPE_F32 && (phase & ACCEL_CPU_GK_LAST) != 0;
+        for (uint64_t b = 0; b < step; b++) {
+          uint64_t p0 = (blk + b) * j->kc;
+          accel_cpu_gk_pack_b(j, p0, accel_cpu_gk_kc(j, blk + b), jq, nq,
+                              bp + b * b_block);
+        }
         for (uint64_t ig = ic; ig < ie; ig += group) {
           uint32_t rows = (uint32_t)(ie - ig < group ? ie - ig : group);
-          accel_cpu_gk_pack_a(j, ig, rows, p0, kc, ap);
+          for (uint64_t b = 0; b < step; b++) {
+            accel_cpu_gk_pack_a(j, ig, rows, (blk + b) * j->kc,
+                                accel_cpu_gk_kc(j, blk + b), ap + b * a_block);
+          }
           for (uint32_t i = 0; i < rows; i += mr) {
             uint32_t mv = rows - i < mr ? rows - i : mr;
-            const float* as = ap + (size_t)i * isa->kc;
             for (uint32_t x = 0; x < nq; x += nr) {
               uint32_t nv = nq - x < nr ? nq - x : nr;
-              isa->kernel(kc, as, bp + (size_t)x * kc, acc);
+              if (round_c) accel_cpu_gk_prefetch_c(j, ig + i, mv, jq + x, nv);
+              for (uint64_t b = 0; b < step; b++) {
+                uint32_t kc = accel_cpu_gk_kc(j, blk + b);
+                isa->kernel(kc, ap + b * a_block + (size_t)i * isa->kc,
+                            bp + b * b_block + (size_t)x * kc,
+                            b == 0 ? acc : part);
+                if (b > 0) {
+                  for (uint32_t e = 0; e < tile; e++) acc[e] += part[e];
+                }
+              }
               accel_cpu_gk_store(j, acc, ig + i, mv, jq + x, nv, phase,
                                  c32 + (ig + i - ic) * isa->nq + x, isa->nq);
             }
@@ -278,7 +344,6 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
   };
   j.kblocks = (g->k + isa->kc - 1) / isa->kc;
   j.kc = (uint32_t)((g->k + j.kblocks - 1) / j.kblocks);  // balanced blocks
-  j.c32 = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1;
   uint64_t width = accel_cpu_pool_width(pool);
   bool split = (double)g->m * (double)g->n * (double)g->k >=
                (double)ACCEL_CPU_GEMM_SPLIT_FLOPS;
@@ -288,18 +353,26 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
   j.split_n = cols >= tasks || cols >= rows;
   j.units = j.split_n ? cols : rows;
   j.tasks = tasks < j.units ? tasks : j.units;
-  // Scratch per task, sized by the product (a small GEMM takes little):
-  // the B block; then room for ACCEL_CPU_GK_SLIVERS A slivers (rows
-  // isa->kc apart; a plain A uses the first), the tile, the f32 rows.
   uint64_t cols_b = (g->n + isa->nr - 1) / isa->nr * isa->nr;
   if (cols_b > isa->nq) cols_b = isa->nq;
+  j.b_bytes = accel_cpu_f32_bytes((uint64_t)j.kc * cols_b);
+  // An f16/bf16 C over several k blocks: with every block of B packed at
+  // once, C is rounded straight from the registers; past half the L2,
+  // the f32 tile takes the partial sums.
+  j.full_k = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1 &&
+             j.b_bytes * j.kblocks <= accel_cpu_gk_full_k_bytes();
+  j.c32 = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1 && !j.full_k;
+  uint64_t step = j.full_k ? j.kblocks : 1;
+  // Scratch per task, sized by the product (a small GEMM takes little):
+  // `step` B blocks; room for `step` groups of ACCEL_CPU_GK_SLIVERS A
+  // slivers (rows isa->kc apart; a plain A uses the first of each), two
+  // tiles, the f32 rows.
   uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC : 0;
   if (rows_c32 > g->m) rows_c32 = g->m;
-  j.b_bytes = accel_cpu_f32_bytes((uint64_t)j.kc * cols_b);
-  j.task_bytes = j.b_bytes + accel_cpu_f32_bytes(
-                                 (uint64_t)ACCEL_CPU_GK_SLIVERS * isa->mr *
-                                     isa->kc +
-                                 ACCEL_CPU_GK_TILE_MAX + rows_c32 * isa->nq);
+  j.task_bytes = j.b_bytes * step +
+                 accel_cpu_f32_bytes(
+                     (uint64_t)ACCEL_CPU_GK_SLIVERS * isa->mr * isa->kc * step +
+                     2 * ACCEL_CPU_GK_TILE_MAX + rows_c32 * isa->nq);
   accel_cpu_scratch_t* scratch =
       accel_cpu_scratch_take(plugin, j.task_bytes * j.tasks);
   if (scratch == NULL) {
@@ -307,8 +380,7 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
     return ACCEL_ERROR_OUT_OF_MEMORY;
   }
   j.scratch = scratch->data;
-  accel_cpu_pool_run(j.tasks > 1 ? pool : NULL, j.tasks, accel_cpu_gk_task,
-                     &j);
+  accel_cpu_pool_run(j.tasks > 1 ? pool : NULL, j.tasks, accel_cpu_gk_task, &j);
   accel_cpu_scratch_give(plugin, scratch);
   return ACCEL_OK;
 }

@@ -414,6 +414,10 @@ static const conform_gemm_shape_t conform_gemm_shapes[] = {
     // partial sums of a half C, and 2^21 multiply-adds: enough for a
     // threaded kernel to split it.
     {48, 40, 1100, 1, 0, 3, 1, 0.5},
+    // k deep enough (3 MiB of f32 B over 256 columns) that a kernel
+    // cannot keep all of B in a core's cache: the partial sums go through
+    // C or a scratch tile in steps.
+    {12, 260, 3000, 0, 1, 1, 1, 0.5},
 };
 #define CONFORM_NGEMM \
   (sizeof(conform_gemm_shapes) / sizeof(conform_gemm_shapes[0]))
