@@ -233,8 +233,10 @@ static void accel_cpu_gk_store(const accel_cpu_gk_job_t* j, const float* acc,
   }
 }
 
-// Fetches, for writing, the lines of C that the tile at rows
-// [i0, i0 + mv), columns [j0, j0 + nv) will be stored to.
+// Fetches the lines of C that the tile at rows
+// [i0, i0 + mv), columns [j0, j0 + nv) will be stored to (the write hint
+// compiles to prefetcht0 without PRFCHW; prefetchw, out of line, was
+// slower).
 static void accel_cpu_gk_prefetch_c(const accel_cpu_gk_job_t* j, uint64_t i0,
                                     uint32_t mv, uint64_t j0, uint32_t nv) {
   const accel_plugin_gemm_t* g = j->g;
