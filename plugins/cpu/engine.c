@@ -183,7 +183,10 @@ static accel_cpu_engines_t* accel_cpu_engines_load(accel_cpu_plugin_t* plugin,
           accel_cpu_blas_load("libblas.so.3", width, tried, size);
     }
   }
-  e->onednn = accel_cpu_onednn_load(width, tried, size);
+  // The user's own setting of OpenMP's idle spinning stands.
+  bool pause_idle = host->getenv(host, "OMP_WAIT_POLICY") == NULL &&
+                    host->getenv(host, "GOMP_SPINCOUNT") == NULL;
+  e->onednn = accel_cpu_onednn_load(width, pause_idle, tried, size);
   char why[96];
   e->own = accel_cpu_gk_choose(host->getenv(host, "ACCEL_CPU_GEMM_ISA"), why,
                                sizeof(why));

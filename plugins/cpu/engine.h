@@ -68,10 +68,18 @@ typedef struct accel_cpu_matmul {
 } accel_cpu_matmul_t;
 
 // dlopen()s libdnnl.so.2 (oneDNN 2.x) and creates its CPU engine; its
-// OpenMP threads are limited to `width` per call. Returns NULL, with the
+// OpenMP threads are limited to `width` per call. With `pause_idle`, the
+// OpenMP team a matmul leaves spinning is paused before the same thread
+// starts other threaded work (accel_cpu_omp_quiet). Returns NULL, with the
 // reason appended to `tried`, when it cannot be used.
-accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
-                                          size_t tried_size);
+accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, bool pause_idle,
+                                          char* tried, size_t tried_size);
+
+// Ends the OpenMP threads of the team the calling thread started in its
+// last oneDNN matmul, if they may still spin; nothing otherwise. Called
+// before the thread starts other threaded work. Cheap when nothing is
+// to be done (a thread-local load).
+void accel_cpu_omp_quiet(void);
 
 // Releases the engine and unloads oneDNN. NULL is ignored.
 void accel_cpu_onednn_destroy(accel_cpu_onednn_t* onednn);

@@ -116,6 +116,7 @@ static accel_status_t accel_cpu_sgemm_run(accel_cpu_plugin_t* plugin,
   }
   s->tiles = tiles;
   if (blas->threaded) {
+    accel_cpu_omp_quiet();
     accel_cpu_engine_enter(plugin);
     for (uint64_t i = 0; i < tiles; i++) accel_cpu_sgemm_tile(s, i, 0);
     accel_cpu_engine_leave(plugin);

@@ -47,6 +47,18 @@
 // GFLOP/s gated against 77-112 overlapping; 512^3: 80-101 against
 // 102-107; the waiter's wake-up costs more than the overlap), so there is
 // none. Many-core machines, where overlapping teams may hurt, are untested.
+//
+// Idle OpenMP threads: after a matmul returns, libgomp's threads spin
+// (OMP_WAIT_POLICY unset: GOMP_SPINCOUNT rounds, milliseconds) before they
+// sleep. Work the plugin runs next on its own threads shares the CPUs
+// with them: on 2 vCPUs an f16 GEMM on the pool right after an f32 matmul
+// took 1.5-1.85x as long as alone (docs/cpu-backend.md). So the thread
+// that ran a matmul remembers it, and before that thread starts other
+// threaded work (a pool job, a threaded BLAS) it ends its OpenMP team's
+// threads with omp_pause_resource_all (OpenMP 5.0; libgomp creates them
+// again at the next matmul). Matmuls back to back keep their team. Not
+// done when the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (their choice
+// of spinning stands) or the runtime lacks the call.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -162,6 +174,7 @@ struct accel_cpu_onednn {
   ACCEL_DNNL_FUNCTIONS(ACCEL_DNNL_FIELD)
 #undef ACCEL_DNNL_FIELD
   void (*omp_set_num_threads)(int);  // NULL for a non-OpenMP build
+  int (*omp_pause)(int);  // omp_pause_resource_all; NULL: leave the team
   int threads;
   bool native[3];  // f16 / bf16 matmul by an optimised (not "ref") kernel
   char description[64];  // "onednn-2.6.3:omp"
@@ -340,6 +353,18 @@ static void accel_cpu_onednn_put(const accel_cpu_onednn_t* d,
   accel_cpu_onednn_call_free(d, &drop);
 }
 
+// The pause of the OpenMP runtime whose team this thread last started
+// and has not paused since (NULL: none). The runtime stays loaded
+// (RTLD_NODELETE on oneDNN), so the pointer stays valid.
+static _Thread_local int (*accel_cpu_omp_spinning)(int);
+
+void accel_cpu_omp_quiet(void) {
+  int (*pause)(int) = accel_cpu_omp_spinning;
+  if (pause == NULL) return;
+  accel_cpu_omp_spinning = NULL;
+  (void)pause(1);  // omp_pause_soft: the threads end, state is kept
+}
+
 accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
                                      const accel_cpu_matmul_t* mm,
                                      char* message, size_t size) {
@@ -374,6 +399,9 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
       failed = "dnnl_primitive_execute";
     }
   }
+  // This thread's OpenMP team (if the call got as far as starting one)
+  // may now spin: paused before other threaded work (accel_cpu_omp_quiet).
+  if (d->omp_pause != NULL) accel_cpu_omp_spinning = d->omp_pause;
   if (failed == NULL) {
     accel_cpu_onednn_put(d, &key, &c);
     return ACCEL_OK;
@@ -416,8 +444,8 @@ const char* accel_cpu_onednn_description(const accel_cpu_onednn_t* d) {
   return d->description;
 }
 
-accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
-                                          size_t tried_size) {
+accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, bool pause_idle,
+                                          char* tried, size_t tried_size) {
   const char* soname = "libdnnl.so.2";
   // RTLD_NODELETE: oneDNN keeps process-wide state (its primitive cache,
   // OpenMP runtime threads) and stays mapped after unload, like a BLAS
@@ -455,6 +483,10 @@ accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, char* tried,
   }
   void* sym = dlsym(d->handle, "omp_set_num_threads");
   memcpy(&d->omp_set_num_threads, &sym, sizeof(d->omp_set_num_threads));
+  sym = pause_idle && d->omp_set_num_threads != NULL
+            ? dlsym(d->handle, "omp_pause_resource_all")
+            : NULL;
+  memcpy(&d->omp_pause, &sym, sizeof(d->omp_pause));
   d->threads = (int)width;
   const accel_dnnl_version_t* v = d->version();
   snprintf(d->description, sizeof(d->description), "onednn-%d.%d.%d:%s",

@@ -159,6 +159,7 @@ void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
     for (uint64_t i = 0; i < count; i++) fn(ctx, i, 0);
     return;
   }
+  accel_cpu_omp_quiet();  // no OpenMP threads spinning beside the helpers
   accel_cpu_job_t job = {.fn = fn,
                          .ctx = ctx,
                          .count = count,

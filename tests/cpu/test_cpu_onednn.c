@@ -12,12 +12,16 @@
 // - more shapes than the cache holds, cycled and mixed with a hot one:
 //   evictions;
 // - four threads, each with a stream of its own, on one shape at once: an
-//   entry serves one call at a time.
+//   entry serves one call at a time;
+// - oneDNN's OpenMP threads, left spinning by a matmul, end before the
+//   same stream's next pool work (kept when the user set
+//   OMP_WAIT_POLICY).
 // f32 throughout, and bf16 with an f32 C where noted: oneDNN's own bf16
 // primitive where it has a native kernel (AVX-512 BF16, AMX), else bf16
 // converted to f32 and its f32 primitive (then the bf16 parts add little).
 // Exits 77 when oneDNN (libdnnl.so.2) cannot be loaded.
 #include <accel/accel.h>
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -25,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -394,6 +400,78 @@ TEST(concurrent_streams_one_shape) {
       }
     }
   }
+  ctx_close(&c);
+}
+
+// Threads of this process now (entries of /proc/self/task); -1 unknown.
+static int thread_count(void) {
+  DIR* d = opendir("/proc/self/task");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// Waits up to a second for the thread count to become `want` (a thread
+// leaves /proc/self/task a moment after it exits); returns the last count.
+static int thread_count_settles(int want) {
+  int n = thread_count();
+  for (int i = 0; i < 1000 && n != want; i++) {
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+    n = thread_count();
+  }
+  return n;
+}
+
+// A GEMM, then a fill the pool splits (32 MiB, so queued to the stream
+// worker, the thread that ran the matmul), each synchronized.
+static accel_status_t matmul_then_fill(ctx_t* c, accel_buffer_t* big,
+                                       int* after_matmul, int* after_fill) {
+  gemm_case_t g = {ACCEL_DTYPE_F32, 256, 256, 256, false, false,
+                   0,               0,   0,   1,   0};
+  bool ok;
+  char why[512];
+  accel_status_t s = run_check(c->stream, g, &c->bufs, 7, &ok, why,
+                               sizeof(why));
+  if (s == ACCEL_OK && !ok) s = ACCEL_ERROR_BACKEND;
+  *after_matmul = thread_count();
+  if (s == ACCEL_OK) {
+    s = accel_op_fill(c->stream, big, 0, ACCEL_DTYPE_F32, 8u << 20, 1.0);
+  }
+  if (s == ACCEL_OK) s = accel_stream_synchronize(c->stream);
+  *after_fill = thread_count();
+  return s;
+}
+
+// After a matmul, oneDNN's OpenMP threads spin before they sleep; the
+// plugin ends them before the same thread starts pool work, so that they
+// do not take CPUs from the pool's threads. Unless the user chose how
+// OpenMP's idle threads behave (CTest's cpu_onednn_omp_policy sets
+// OMP_WAIT_POLICY and CPU_TEST_OMP_KEPT): then the team stays.
+TEST(openmp_threads_end_before_pool_work) {
+  const char* width = getenv("ACCEL_CPU_THREADS");
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || (width && atoi(width) == 1)) {
+    SKIP("one CPU thread: oneDNN starts no OpenMP thread of its own");
+  }
+  ctx_t c;
+  CTX_OPEN(c);
+  accel_buffer_t* big = NULL;
+  ASSERT_OK(accel_buffer_create(c.device, (size_t)32 << 20, &big));
+  int matmul, fill;
+  for (int round = 0; round < 2; round++) {  // the first starts the pool
+    ASSERT_OK(matmul_then_fill(&c, big, &matmul, &fill));
+  }
+  // A thread leaves /proc/self/task a moment after it ends.
+  int settled = thread_count_settles(matmul - 1);
+  printf("  threads: %d after the matmul, %d after the fill (%d settled)\n",
+         matmul, fill, settled);
+  if (getenv("CPU_TEST_OMP_KEPT") != NULL) {
+    ASSERT_EQ(settled, matmul);  // the user's policy: the team stays
+  } else {
+    ASSERT(settled >= 0 && settled < matmul);
+  }
+  accel_buffer_release(big);
   ctx_close(&c);
 }
 
