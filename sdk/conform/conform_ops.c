@@ -414,9 +414,11 @@ static const conform_gemm_shape_t conform_gemm_shapes[] = {
     // partial sums of a half C, and 2^21 multiply-adds: enough for a
     // threaded kernel to split it.
     {48, 40, 1100, 1, 0, 3, 1, 0.5},
-    // k deep enough (3 MiB of f32 B over 256 columns) that a kernel
-    // cannot keep all of B in a core's cache: the partial sums go through
-    // C or a scratch tile in steps.
+    // k past one block with B narrow enough (77 KiB of f32) that a
+    // kernel keeps all of it in a core's cache and writes C once; and k
+    // deep enough (3 MiB of f32 B over 256 columns) that it cannot: then
+    // the partial sums go through C or a scratch tile in steps.
+    {20, 30, 600, 0, 0, 2, 1, 0.5},
     {12, 260, 3000, 0, 1, 1, 1, 0.5},
 };
 #define CONFORM_NGEMM \

@@ -238,13 +238,15 @@ TEST(engine_is_named_and_large_products_agree) {
   // f16 and bf16, with a C of the same type or f32: k of one block and of
   // several (the own engine blocks k by 256 or 512), every transpose. An
   // f16/bf16 C over several k blocks is written once from the registers
-  // while B's blocks fit half the L2 (130 x 70 x 1100), else through an
-  // f32 tile (40 x 300 x 5000: 5 MiB of B).
+  // while B's blocks fit half the L2 (130 x 30 x 700: 88 KiB of B, under
+  // half of any L2 today; 130 x 70 x 1100: 422 KiB, on this side of it
+  // where L2 is 1 MiB or more), else through an f32 tile (40 x 300 x 5000:
+  // 5 MiB of B).
   static const size_t half_shapes[][3] = {
-      {77, 101, 300}, {130, 70, 1100}, {40, 300, 5000}};
+      {77, 101, 300}, {130, 30, 700}, {130, 70, 1100}, {40, 300, 5000}};
   static const accel_dtype_t halves[] = {ACCEL_DTYPE_F16, ACCEL_DTYPE_BF16};
   for (size_t h = 0; h < 2; h++) {
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 4; i++) {
       for (int t = 0; t < 4; t++) {
         for (int cf = 0; cf < 2; cf++) {
           ASSERT_OK(check_gemm(&c, halves[h], cf ? ACCEL_DTYPE_F32 : halves[h],
