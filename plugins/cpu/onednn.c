@@ -56,7 +56,10 @@
 // that ran a matmul remembers it, and before that thread starts other
 // threaded work (a pool job, a threaded BLAS) it ends its OpenMP team's
 // threads with omp_pause_resource_all (OpenMP 5.0; libgomp creates them
-// again at the next matmul). Matmuls back to back keep their team. Not
+// again at the next matmul). Matmuls back to back keep their team. That
+// thread is always a stream worker of the plugin (GEMM never runs inline
+// on an application thread), and a pause ends only the calling thread's
+// team, so an application's own OpenMP teams are never touched. Not
 // done when the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (their choice
 // of spinning stands) or the runtime lacks the call.
 #include <dlfcn.h>
