@@ -50,7 +50,9 @@
 #define ACCEL_CPU_GK_MC 1024u
 // Bytes of packed B (every k block) up to which an f16/bf16 C is written
 // once, from the registers, instead of through an f32 tile: half the L2
-// (glibc reads its size from CPUID), 1 MiB where it is not known. On the
+// (glibc reads its size from CPUID), 1 MiB where it is not known, and
+// within 128 KiB to 4 MiB whatever a hypervisor reports (the A slivers'
+// scratch grows with it: 8 slivers of every k block). On the
 // 2 MiB L2 of an Emerald Rapids guest (docs/performance.md), full k at
 // 1024^3 (1 MiB of B) took f16 from 0.91-0.93 of oneDNN's f32 matmul to
 // 0.95-0.96; at 2048^3 (2 MiB of B) it was 8-10 points slower than the
@@ -61,7 +63,9 @@ static size_t accel_cpu_gk_full_k_bytes(void) {
 #else
   long l2 = 0;
 #endif
-  return l2 > 0 ? (size_t)l2 / 2 : (size_t)1 << 20;
+  size_t half = l2 > 0 ? (size_t)l2 / 2 : (size_t)1 << 20;
+  if (half < ((size_t)128 << 10)) half = (size_t)128 << 10;
+  return half < ((size_t)4 << 20) ? half : (size_t)4 << 20;
 }
 // A slivers packed at a time (a transposed A is read across them).
 #define ACCEL_CPU_GK_SLIVERS 8u
