@@ -5,6 +5,7 @@
 #define ACCEL_TESTS_CPU_CPU_TEST_H_
 
 #include <accel/accel.h>
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,18 @@ static inline double cpu_test_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+// Threads of this process now, from /proc/self/task; 0 when unreadable.
+static inline int cpu_test_threads(void) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == NULL) return 0;
+  int n = 0;
+  for (struct dirent* e = readdir(dir); e != NULL; e = readdir(dir)) {
+    if (e->d_name[0] != '.') n++;
+  }
+  closedir(dir);
+  return n;
 }
 
 // True when all `size` bytes at `p` equal `value`.

@@ -21,7 +21,6 @@
 // converted to f32 and its f32 primitive (then the bf16 parts add little).
 // Exits 77 when oneDNN (libdnnl.so.2) cannot be loaded.
 #include <accel/accel.h>
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -32,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cpu_test.h"
 #include "test.h"
 
 // One product C = alpha * op(A) op(B) + beta * C, row-major.
@@ -403,23 +403,13 @@ TEST(concurrent_streams_one_shape) {
   ctx_close(&c);
 }
 
-// Threads of this process now (entries of /proc/self/task); -1 unknown.
-static int thread_count(void) {
-  DIR* d = opendir("/proc/self/task");
-  if (d == NULL) return -1;
-  int n = 0;
-  for (struct dirent* e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
-  closedir(d);
-  return n;
-}
-
 // Waits up to a second for the thread count to become `want` (a thread
 // leaves /proc/self/task a moment after it exits); returns the last count.
 static int thread_count_settles(int want) {
-  int n = thread_count();
+  int n = cpu_test_threads();
   for (int i = 0; i < 1000 && n != want; i++) {
     nanosleep(&(struct timespec){0, 1000000}, NULL);
-    n = thread_count();
+    n = cpu_test_threads();
   }
   return n;
 }
@@ -435,12 +425,12 @@ static accel_status_t matmul_then_fill(ctx_t* c, accel_buffer_t* big,
   accel_status_t s = run_check(c->stream, g, &c->bufs, 7, &ok, why,
                                sizeof(why));
   if (s == ACCEL_OK && !ok) s = ACCEL_ERROR_BACKEND;
-  *after_matmul = thread_count();
+  *after_matmul = cpu_test_threads();
   if (s == ACCEL_OK) {
     s = accel_op_fill(c->stream, big, 0, ACCEL_DTYPE_F32, 8u << 20, 1.0);
   }
   if (s == ACCEL_OK) s = accel_stream_synchronize(c->stream);
-  *after_fill = thread_count();
+  *after_fill = cpu_test_threads();
   return s;
 }
 
@@ -462,6 +452,11 @@ TEST(openmp_threads_end_before_pool_work) {
   for (int round = 0; round < 2; round++) {  // the first starts the pool
     ASSERT_OK(matmul_then_fill(&c, big, &matmul, &fill));
   }
+  if (matmul == 0) {  // /proc/self/task unreadable
+    accel_buffer_release(big);
+    ctx_close(&c);
+    SKIP("cannot count this process's threads");
+  }
   // A thread leaves /proc/self/task a moment after it ends.
   int settled = thread_count_settles(matmul - 1);
   printf("  threads: %d after the matmul, %d after the fill (%d settled)\n",
@@ -469,7 +464,7 @@ TEST(openmp_threads_end_before_pool_work) {
   if (getenv("CPU_TEST_OMP_KEPT") != NULL) {
     ASSERT_EQ(settled, matmul);  // the user's policy: the team stays
   } else {
-    ASSERT(settled >= 0 && settled < matmul);
+    ASSERT(settled > 0 && settled < matmul);
   }
   accel_buffer_release(big);
   ctx_close(&c);

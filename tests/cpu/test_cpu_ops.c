@@ -13,25 +13,12 @@
 //
 // CPU_TEST_THREADS, when set, is the pool width to expect; CPU_TEST_BAD,
 // when set, means ACCEL_CPU_THREADS holds a bad value.
-#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_test.h"
 #include "test.h"
-
-// Threads of this process, from /proc/self/task; 0 when unreadable.
-static int count_threads(void) {
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == NULL) return 0;
-  int n = 0;
-  for (struct dirent* e = readdir(dir); e != NULL; e = readdir(dir)) {
-    if (e->d_name[0] != '.') n++;
-  }
-  closedir(dir);
-  return n;
-}
 
 typedef struct ctx {
   accel_device_t* device;
@@ -62,10 +49,10 @@ TEST(pool_starts_at_first_op) {
   if (want != NULL) ASSERT_EQ(info.compute_units, atoi(want));
   accel_buffer_t* buf = NULL;
   ASSERT_OK(accel_buffer_create(c.device, 1 << 20, &buf));
-  int before = count_threads();
+  int before = cpu_test_threads();
   ASSERT_OK(accel_op_fill(c.stream, buf, 0, ACCEL_DTYPE_F32, 1 << 18, 1.0));
   ASSERT_OK(accel_stream_synchronize(c.stream));
-  int after = count_threads();
+  int after = cpu_test_threads();
   printf("  threads: %d before the first op, %d after; pool width %u\n", before,
          after, info.compute_units);
   // The pool adds width - 1 helpers (the stream worker is the last one),
