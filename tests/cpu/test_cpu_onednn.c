@@ -418,12 +418,11 @@ static int thread_count_settles(int want) {
 // worker, the thread that ran the matmul), each synchronized.
 static accel_status_t matmul_then_fill(ctx_t* c, accel_buffer_t* big,
                                        int* after_matmul, int* after_fill) {
-  gemm_case_t g = {ACCEL_DTYPE_F32, 256, 256, 256, false, false,
-                   0,               0,   0,   1,   0};
+  gemm_case_t g = {ACCEL_DTYPE_F32, 256, 256, 256, false, false, 0, 0, 0, 1, 0};
   bool ok;
   char why[512];
-  accel_status_t s = run_check(c->stream, g, &c->bufs, 7, &ok, why,
-                               sizeof(why));
+  accel_status_t s =
+      run_check(c->stream, g, &c->bufs, 7, &ok, why, sizeof(why));
   if (s == ACCEL_OK && !ok) s = ACCEL_ERROR_BACKEND;
   *after_matmul = cpu_test_threads();
   if (s == ACCEL_OK) {
