@@ -323,17 +323,35 @@ void conform_store(void* p, accel_dtype_t dtype, size_t i, double v);
 // Crashes (crash.c)
 // ---------------------------------------------------------------------------
 
-// Crash naming (crash.c): conform_crash_guard_install() sets handlers for
-// SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT that write
-// "accel-conform: crashed in check NAME (SIGSEGV)" to stderr and then pass
-// the signal on (to a sanitizer's handler or the default action), so the
-// process still dies of it. conform_crash_guard_check(name) sets the name
-// before a check runs; NULL between checks (then a crash writes nothing).
-// install also starts a watchdog that, when one check has run for
-// `limit_s` seconds, writes "FAIL <name> still running after N s" to
-// stdout and ends the process with status 1. Called from the main thread
-// only.
+// Crash naming (crash.c). Handlers for SIGSEGV, SIGBUS, SIGILL, SIGFPE
+// and SIGABRT write one line naming the part of the run that was going
+// on to stderr, "accel-conform: crashed in check NAME (SIGSEGV)" for a
+// check, and then pass the signal on (to a sanitizer's handler or the
+// default action), so the process still dies of it. A watchdog thread
+// stops a check, the setup or the teardown that has run for `limit_s`
+// seconds, naming it, and ends the process with status 1. The lines are
+// prepared by the calls below, never in the handler. Called from the main
+// thread only, in this order.
+
+// Installs the handlers and starts the watchdog, before the plugin is
+// loaded: what follows is named "while loading the plugin and opening its
+// devices", and stopped with "accel-conform: hung while loading ...: still
+// running after N s" on stderr.
 void conform_crash_guard_install(double limit_s);
+
+// Names the check `check` (a copy is kept), from its start until the
+// objects it left are released: the watchdog writes its report line,
+// "FAIL <name> still running after N s", to stdout. NULL after the setup
+// and after each check: the suite's own work then is untimed, and a crash
+// (on a thread the plugin left running) is named "after loading the
+// plugin, before the first check" or "after check NAME had ended, before
+// the next began".
 void conform_crash_guard_check(const char* check);
+
+// Names and times the teardown (releasing the devices, accel_shutdown()
+// closing them and unloading the plugins, and the exit after it): "while
+// closing the devices and unloading the plugin, after the last check
+// NAME" (or "before any check ran"), "hung ..." on stderr as for the setup.
+void conform_crash_guard_teardown(void);
 
 #endif  // ACCEL_SDK_CONFORM_CONFORM_H_

@@ -12,8 +12,10 @@
 // but has no usable device. Checks listed in the known-failures file
 // (--known-failures FILE, or <plugin without extension>.conform-known next
 // to the plugin) are reported XFAIL when they fail and XPASS (a failure)
-// when they pass; see known.c. A check that crashes the process is named
-// on stderr before the process dies of the signal (crash.c).
+// when they pass; see known.c. A crash is named on stderr before the
+// process dies of the signal, and a check, the setup or the teardown that
+// never ends is stopped (exit 1), named too: the check, or loading the
+// plugin, or closing the devices and unloading it (crash.c).
 // realpath() is XSI.
 #define _XOPEN_SOURCE 700
 
@@ -399,14 +401,24 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  // Named from before the plugin loads: a plugin can crash or hang in
+  // load, device_open or query_props as well as in a check. A check that
+  // blocks past every wait's deadline, many times over, is stuck in the
+  // plugin: 10 x --timeout + 60 s (160 s by default); the setup and the
+  // teardown get as long.
+  conform_crash_guard_install(args.check_limit_s > 0
+                                  ? args.check_limit_s
+                                  : 10.0 * args.timeout_s + 60.0);
   static conform_ctx_t ctx;  // large; static keeps it off the stack
   static char real_plugin[PATH_MAX];
   accel_plugin_report_t report = {0};
   int rc = conform_setup(&args, &ctx, real_plugin, &report);
   if (rc != 0) {
+    conform_crash_guard_teardown();
     accel_shutdown();
     return rc;
   }
+  conform_crash_guard_check(NULL);
   ctx.plugin_path = report.path;
   ctx.timeout_s = args.timeout_s;
   ctx.seed = args.seed;
@@ -431,6 +443,7 @@ int main(int argc, char** argv) {
       !conform_known_load(known_path, &known, known_error,
                           sizeof(known_error))) {
     fprintf(stderr, "accel-conform: known failures: %s\n", known_error);
+    conform_crash_guard_teardown();
     accel_device_release(ctx.reference);
     accel_device_release(ctx.peer);
     accel_device_release(ctx.device);
@@ -460,11 +473,6 @@ int main(int argc, char** argv) {
 
   size_t counts[6] = {0};
   bool first = true;
-  // A check that blocks past every wait's deadline, many times over, is
-  // stuck in the plugin: 10 x --timeout + 60 s (160 s by default).
-  conform_crash_guard_install(args.check_limit_s > 0
-                                  ? args.check_limit_s
-                                  : 10.0 * args.timeout_s + 60.0);
   for (size_t i = 0; i < total; i++) {
     const conform_check_t* check = conform_check_get(i);
     if (!conform_selected(&args, check->name)) continue;
@@ -531,6 +539,7 @@ int main(int argc, char** argv) {
     fflush(stderr);
     _exit(rc);
   }
+  conform_crash_guard_teardown();
   accel_device_release(ctx.reference);
   accel_device_release(ctx.peer);
   accel_device_release(ctx.device);

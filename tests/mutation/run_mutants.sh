@@ -282,9 +282,10 @@ while IFS="$tab" read -r id p file filter script extra; do
           say "ERROR  $id: accel-conform could not run it (exit $rc): $(tail -1 "$m/conform.log")" ;;
     124) caught=$((caught + 1)); say "CAUGHT $id (${secs}s): hung past 300 s" ;;
     *) caught=$((caught + 1))
-       # accel-conform's crash guard names the check (crash.c); the log's
-       # last line is only the shell's word for the signal.
-       crash=$(grep -m1 '^accel-conform: crashed in check ' "$m/conform.log" | cut -c16-110)
+       # accel-conform's crash guard names the check, or the phase outside
+       # the checks (crash.c); the log's last line is only the shell's word
+       # for the signal.
+       crash=$(grep -m1 '^accel-conform: crashed ' "$m/conform.log" | cut -c16-110)
        say "CAUGHT $id (${secs}s): accel-conform died (exit $rc): ${crash:-no check named, last line: $(tail -1 "$m/conform.log" | cut -c1-80)}" ;;
   esac
 done < "$table"
