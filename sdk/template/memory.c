@@ -5,8 +5,14 @@
 // once (stream NULL) or queued on a stream as tasks.
 //
 // Each allocation is preceded by one alignment unit holding its size, so
-// mem_free can give the bytes back. A real backend calls its runtime here
-// (cuMemAlloc, cuMemcpyHtoDAsync, ...) and keeps the same shape.
+// mem_free can give the bytes back. The memory handle is the data address
+// itself, so the copies and ops below (and the kernels of module.c) find
+// byte `offset` at handle + offset. Wrapped memory (mem_wrap, DLPack
+// import) gets a handle of the same kind, its own address, and works
+// everywhere unchanged; it has no header and is not counted against
+// TEMPLATE_DEVICE_MEMORY, which is fine because the core never passes it
+// to mem_free. A real backend calls its runtime here (cuMemAlloc,
+// cuMemcpyHtoDAsync, ...) and keeps the same shape.
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +67,41 @@ void template_mem_free(void* device_ptr, void* mem) {
   memcpy(&header, base, sizeof(header));
   atomic_fetch_sub(&device->allocated, header.size);
   free(base);
+}
+
+accel_status_t template_mem_address(void* device, void* mem, uint64_t offset,
+                                    uint64_t* out_address) {
+  (void)device;
+  *out_address = (uint64_t)(uintptr_t)((unsigned char*)mem + offset);
+  return ACCEL_OK;
+}
+
+accel_status_t template_mem_wrap(void* device_ptr, uint64_t address,
+                                 size_t size, void** out_mem) {
+  template_device_t* device = device_ptr;
+  *out_mem = NULL;
+  // Any host address is this device's memory. A GPU backend asks its driver
+  // instead and refuses memory of another device, host memory and a range
+  // past the end of its allocation (cuPointerGetAttribute, docs/
+  // plugin-guide.md) with ACCEL_ERROR_INVALID_ARGUMENT.
+  uintptr_t p = (uintptr_t)address;
+  if (p == 0 || (uint64_t)p != address || size > UINTPTR_MAX - p) {
+    return device->host->fail(device->host, ACCEL_ERROR_INVALID_ARGUMENT,
+                              TEMPLATE_NAME
+                              ":%u: cannot wrap %zu bytes at 0x%llx: not a "
+                              "host address range",
+                              device->index, size, (unsigned long long)address);
+  }
+  // The address itself, as mem_alloc's handles are, at whatever alignment
+  // the owner chose. No header, and `allocated` is untouched: the memory
+  // stays the owner's.
+  *out_mem = (void*)p;
+  return ACCEL_OK;
+}
+
+void template_mem_unwrap(void* device, void* mem) {
+  (void)device;
+  (void)mem;  // nothing to forget, and never free: the owner frees it
 }
 
 // Task: memmove(dst, src, size). memmove, not memcpy, because a

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
-// Built-in ops of the template plugin (ABI 1.1, and the ABI 1.4
-// activations and bias-add): plain loops over host memory, written for
-// clarity, not speed. They are the template's
-// reference of what each op computes (see <accel/plugin.h>):
+// Built-in ops of the template plugin (ABI 1.1, the ABI 1.3 random fills
+// and the ABI 1.4 activations and bias-add): plain loops over host memory,
+// written for clarity, not speed. They are the template's reference of
+// what each op computes (see <accel/plugin.h>):
 // - F16 and BF16 are loaded as f32, computed in f32 and rounded to nearest
 //   even on store, with the SDK's conversions (<accel/plugin_dtype.h>);
 // - I32 arithmetic wraps modulo 2^32; float to I32 truncates toward zero
@@ -13,10 +13,15 @@
 // - the activations compute in double with libm and round once (GELU as
 //   x * erfc(-x / sqrt(2)) / 2, the exact form without the cancellation
 //   of 1 + erf(x / sqrt(2)) for negative x); a device computes them in f32
-//   (plugin.h), a few ulp away, well within accel-conform's tolerance.
+//   (plugin.h), a few ulp away, well within accel-conform's tolerance;
+// - the random fills (op_rng, ABI 1.3) run <accel/philox.h>, the code
+//   every backend runs, element by element, so the bytes are those of
+//   every other device; the build turns floating-point contraction off
+//   (-ffp-contract=off), as that header asks.
 // The plugin leaves op_gemm_batched (ABI 1.4) NULL: the core then runs a
 // strided-batched GEMM as one op_gemm per member.
 // Each op is queued on the stream as one task, like a kernel launch.
+#include <accel/philox.h>
 #include <accel/plugin_dtype.h>
 #include <math.h>
 #include <stdint.h>
@@ -235,6 +240,34 @@ static accel_status_t template_bias_add_task(template_task_t* t, char* m,
   return ACCEL_OK;
 }
 
+// dst[i] = element i of the random stream (`rng.seed`, `rng.offset`): word
+// i % 4 of the Philox block at counter offset + i / 4, transformed by the
+// header (bits, uniform in [a, b), normal with mean a and std b) and
+// stored as `dtype` (16 bits for f16 and bf16, 32 otherwise).
+static accel_status_t template_rng_task(template_task_t* t, char* m, size_t n) {
+  (void)m;
+  (void)n;
+  size_t size = accel_plugin_dtype_size(t->dtype);
+  unsigned char* dst = t->dst;
+  for (uint64_t block = 0; block < (t->count + 3) / 4; block++) {
+    accel_philox_block_t words =
+        accel_philox_at(t->rng.seed, t->rng.offset, block);
+    for (uint32_t j = 0; j < 4 && block * 4 + j < t->count; j++) {
+      accel_philox_u32_t v = accel_philox_element(words, j, t->rng.distribution,
+                                                  t->dtype, t->rng.a, t->rng.b);
+      unsigned char* at = dst + (block * 4 + j) * size;
+      if (size == 2) {
+        uint16_t half = (uint16_t)v;
+        memcpy(at, &half, sizeof(half));
+      } else {
+        uint32_t word = v;
+        memcpy(at, &word, sizeof(word));
+      }
+    }
+  }
+  return ACCEL_OK;
+}
+
 // ---------------------------------------------------------------------------
 // Entries
 // ---------------------------------------------------------------------------
@@ -386,4 +419,37 @@ accel_status_t template_op_bias_add(void* device, void* stream, void* y,
   t->count = rows;
   t->value = (double)cols;  // exact: cols * element size fits in memory
   return template_submit(((template_device_t*)device)->host, stream, t);
+}
+
+accel_status_t template_op_rng(void* device_ptr, void* stream, void* dst,
+                               uint64_t dst_offset, uint32_t dtype,
+                               uint64_t count, uint32_t distribution,
+                               uint64_t seed, uint64_t offset, double a,
+                               double b) {
+  template_device_t* device = device_ptr;
+  // The core has checked these (bits with I32, uniform and normal with a
+  // float dtype); a distribution or dtype added after this plugin was
+  // written is refused rather than filled wrongly.
+  if (distribution > ACCEL_PHILOX_NORMAL ||
+      accel_plugin_dtype_size(dtype) == 0 ||
+      (distribution == ACCEL_PHILOX_BITS) != (dtype == ACCEL_DTYPE_I32)) {
+    return device->host->fail(device->host, ACCEL_ERROR_UNSUPPORTED,
+                              TEMPLATE_NAME
+                              ":%u: random fill of distribution %u in "
+                              "dtype %u",
+                              device->index, (unsigned)distribution,
+                              (unsigned)dtype);
+  }
+  template_task_t* t = template_op_task(device, template_rng_task);
+  if (t == NULL) return ACCEL_ERROR_OUT_OF_MEMORY;
+  t->dst = (char*)dst + dst_offset;
+  t->dtype = dtype;
+  t->count = count;
+  t->rng.seed = seed;
+  t->rng.offset = offset;
+  t->rng.distribution = distribution;
+  // The header computes in f32 from the f32 values of the parameters.
+  t->rng.a = (float)a;
+  t->rng.b = (float)b;
+  return template_submit(device->host, stream, t);
 }

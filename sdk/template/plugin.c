@@ -149,7 +149,16 @@ static const accel_device_ops_t template_device_ops = {
     .op_mul = template_op_mul,
     .op_sum = template_op_sum,
     .op_gemm = template_op_gemm,
+    // -- since ABI 1.3 --
+    .mem_address = template_mem_address,
+    .mem_wrap = template_mem_wrap,
+    .mem_unwrap = template_mem_unwrap,
+    .op_rng = template_op_rng,
     // -- since ABI 1.4 --
+    // native_handle, host_register, stream priorities, native graphs and
+    // op_gemm_batched are left NULL to the core's defaults (README.md says
+    // why, and what the core does instead).
+    .launch_host_func = template_launch_host_func,
     .op_unary = template_op_unary,
     .op_bias_add = template_op_bias_add,
 };

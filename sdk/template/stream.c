@@ -13,6 +13,12 @@
 // The first failure of a task is sticky: every later synchronize and query
 // reports it, as a GPU runtime reports a fault. After a failure data tasks
 // are skipped, but event tasks still run so nothing waiting on them hangs.
+//
+// A host function (launch_host_func, ABI 1.4) is one more task, so it runs
+// after the work before it and the work after it waits for it, and it is
+// skipped after a failure like every data task (<accel/controls.h>: it is
+// not called after an asynchronous error). A real backend maps it to its
+// runtime's own (cuLaunchHostFunc, hipLaunchHostFunc).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +211,33 @@ accel_status_t template_stream_wait_event(void* stream_ptr, void* event_ptr) {
   task->event = event;
   task->gen = gen;
   return template_submit(stream->device->host, stream, task);
+}
+
+// Task: `host_fn(dst)`. It runs on the stream's worker without the
+// stream's mutex held, never on the thread that enqueued it (that thread
+// may hold a lock the function takes), so a function that blocks holds up
+// this stream only.
+static accel_status_t template_host_func_task(template_task_t* task,
+                                              char* message, size_t size) {
+  (void)message;
+  (void)size;
+  task->host_fn(task->dst);
+  return ACCEL_OK;
+}
+
+accel_status_t template_launch_host_func(void* stream_ptr,
+                                         void (*fn)(void* user), void* user) {
+  template_stream_t* stream = stream_ptr;
+  const accel_host_t* host = stream->device->host;
+  template_task_t* task = template_task_create(template_host_func_task);
+  if (task == NULL) {
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                      TEMPLATE_NAME ":%u: host function task",
+                      stream->device->index);
+  }
+  task->host_fn = fn;
+  task->dst = user;
+  // `stream` is never NULL here (the core passes a stream of this plugin),
+  // so template_submit queues the task and never runs it inline.
+  return template_submit(host, stream, task);
 }

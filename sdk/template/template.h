@@ -8,10 +8,12 @@
 // Objects and the files that own them:
 //   template_plugin_t  plugin.c  state created by load(), freed by unload()
 //   template_device_t  plugin.c  one per opened device; props, mem_info
-//   device memory      memory.c  allocation, copies, memset
-//   template_stream_t  stream.c  in-order queue drained by one worker thread
+//   device memory      memory.c  allocation, wrapping, copies, memset
+//   template_stream_t  stream.c  in-order queue drained by one worker
+//                                thread; host functions in stream order
 //   template_event_t   event.c   markers recorded into streams, timing
-//   built-in ops       ops.c     fill, cast, scale, axpy, add, mul, sum, gemm
+//   built-in ops       ops.c     fill, cast, scale, axpy, add, mul, sum,
+//                                gemm, activations, bias-add, random fills
 //   modules, kernels   module.c  host shared objects, CPU kernel ABI
 //
 // Nothing here is exported: the only public symbol of the plugin is
@@ -87,6 +89,12 @@ struct template_task {
   template_event_t* event;  // RECORD and WAIT tasks hold a reference
   uint64_t gen;
   accel_plugin_gemm_t gemm;
+  struct {
+    uint64_t seed, offset;      // Philox key and first counter block
+    uint32_t distribution;      // ACCEL_PHILOX_BITS, _UNIFORM or _NORMAL
+    float a, b;                 // the bounds, or the mean and std deviation
+  } rng;                        // op_rng
+  void (*host_fn)(void* user);  // launch_host_func; `dst` is its `user`
   void* owned;  // heap block freed with the task (a launch's arguments)
 };
 
@@ -107,6 +115,9 @@ void template_stream_destroy(void* stream);
 accel_status_t template_stream_synchronize(void* stream);
 accel_status_t template_stream_query(void* stream, bool* out_done);
 accel_status_t template_stream_wait_event(void* stream, void* event);
+// ABI 1.4: `fn(user)` as a task of `stream` (stream.c).
+accel_status_t template_launch_host_func(void* stream, void (*fn)(void* user),
+                                         void* user);
 
 // ---------------------------------------------------------------------------
 // Events (event.c)
@@ -134,11 +145,21 @@ accel_status_t template_event_query(void* event, bool* out_done);
 accel_status_t template_event_elapsed_ms(void* start, void* end, float* out_ms);
 
 // ---------------------------------------------------------------------------
-// Memory (memory.c). The memory handle is the aligned host address.
+// Memory (memory.c). The memory handle is the data's host address, for
+// memory from mem_alloc (a header precedes it) and from mem_wrap (the
+// owner's memory, no header) alike, so every copy, op and launch finds
+// the data at handle + offset whichever it is.
 // ---------------------------------------------------------------------------
 
 accel_status_t template_mem_alloc(void* device, size_t size, void** out_mem);
 void template_mem_free(void* device, void* mem);
+// ABI 1.3: the address of a handle, and wrapping memory the plugin did not
+// allocate.
+accel_status_t template_mem_address(void* device, void* mem, uint64_t offset,
+                                    uint64_t* out_address);
+accel_status_t template_mem_wrap(void* device, uint64_t address, size_t size,
+                                 void** out_mem);
+void template_mem_unwrap(void* device, void* mem);
 accel_status_t template_copy_h2d(void* device, void* stream, void* dst,
                                  size_t dst_offset, const void* src,
                                  size_t size);
@@ -165,6 +186,8 @@ accel_plugin_op_binary_fn template_op_add;
 accel_plugin_op_binary_fn template_op_mul;
 accel_plugin_op_sum_fn template_op_sum;
 accel_plugin_op_gemm_fn template_op_gemm;
+// ABI 1.3: counter-based random fills, <accel/philox.h>.
+accel_plugin_op_rng_fn template_op_rng;
 // ABI 1.4 (op_gemm_batched is left NULL: the core loops over op_gemm).
 accel_plugin_op_unary_fn template_op_unary;
 accel_plugin_op_bias_add_fn template_op_bias_add;

@@ -6,7 +6,13 @@
 // the work. Releasing the graph meanwhile must wait too, or its pool goes
 // back to the device while the launch still writes into it, and the next
 // allocation of the same size gets memory that the launch then overwrites.
+//
+// And the other side of the captured host function: on a backend without
+// launch_host_func (run by name on the loader fixture fxgood, CTest
+// graph_host_func_refused) the capture refuses it at once, as the eager
+// call does, and the graph keeps the rest of the captured work.
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -95,6 +101,57 @@ TEST(graph_release_waits_for_a_dying_stream) {
     ASSERT_EQ(hit, 0);
     accel_buffer_release(fresh[i]);
   }
+  accel_stream_release(s);
+  accel_device_release(d);
+}
+
+static void count_call(void* user_data) {
+  atomic_fetch_add((atomic_int*)user_data, 1);
+}
+
+TEST(host_func_refused_at_capture_without_the_entry) {
+  const char* uri = getenv("ACCEL_TEST_DEVICE");
+  accel_device_t* d = NULL;
+  if (accel_device_open(uri != NULL && uri[0] ? uri : "cpu:0", &d) !=
+      ACCEL_OK) {
+    SKIP("no device: %s", accel_last_error());
+  }
+  accel_stream_t* s = NULL;
+  ASSERT_OK(accel_stream_create(d, 0, &s));
+  atomic_int calls = 0;
+  accel_status_t st = accel_stream_launch_host_func(s, count_call, &calls);
+  if (st == ACCEL_OK) {
+    ASSERT_OK(accel_stream_synchronize(s));
+    accel_stream_release(s);
+    accel_device_release(d);
+    SKIP("this backend calls host functions (the refusal needs one without)");
+  }
+  ASSERT_STATUS(st, ACCEL_ERROR_UNSUPPORTED);
+  accel_buffer_t* b = NULL;
+  ASSERT_OK(accel_buffer_create(d, N, &b));
+  ASSERT_OK(accel_buffer_fill(b, 0, 0, N));
+  // A fill, the refused host function, a second fill: the capture goes on
+  // and the graph holds both fills, not a node that could only fail.
+  ASSERT_OK(accel_stream_begin_capture(s));
+  ASSERT_OK(accel_stream_fill_buffer(s, b, 0, 0x11, N / 2));
+  ASSERT_STATUS(accel_stream_launch_host_func(s, count_call, &calls),
+                ACCEL_ERROR_UNSUPPORTED);
+  ASSERT_STR_CONTAINS(accel_last_error(), "launch_host_func");
+  ASSERT_OK(accel_stream_fill_buffer(s, b, N / 2, 0x22, N / 2));
+  accel_graph_t* g = NULL;
+  ASSERT_OK(accel_stream_end_capture(s, &g));
+  ASSERT_EQ(accel_graph_node_count(g), 2);
+  ASSERT_OK(accel_graph_launch(g, s));
+  ASSERT_OK(accel_stream_synchronize(s));
+  unsigned char host[N];
+  ASSERT_OK(accel_buffer_read(b, 0, host, N));
+  ASSERT_EQ(host[0], 0x11);
+  ASSERT_EQ(host[N / 2 - 1], 0x11);
+  ASSERT_EQ(host[N / 2], 0x22);
+  ASSERT_EQ(host[N - 1], 0x22);
+  ASSERT_EQ(atomic_load(&calls), 0);
+  accel_graph_release(g);
+  accel_buffer_release(b);
   accel_stream_release(s);
   accel_device_release(d);
 }
