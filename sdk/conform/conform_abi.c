@@ -3,8 +3,8 @@
 // ABI checks: what the core recorded when it negotiated with the plugin
 // (the load report), and the descriptor itself, read by calling the
 // plugin's entry point again: sizes (which give the ABI minor the plugin
-// was built with), required entries, optional entries set in pairs, and
-// capabilities that need an entry.
+// was built with, 1.0 to 1.4 or newer), required entries, optional entries
+// that go together, and capabilities that need an entry.
 #include <accel/plugin.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -96,6 +96,233 @@ static const char* conform_missing_required(const accel_device_ops_t* ops) {
 #define CONFORM_OP(ops, field)                                             \
   (ACCEL_PLUGIN_HAS_FIELD((ops), accel_device_ops_t, field) ? (ops)->field \
                                                             : NULL)
+#define CONFORM_SET(ops, field) (CONFORM_OP(ops, field) != NULL)
+
+// sizeof(accel_device_ops_t) in the header of each ABI 1.N: everything
+// before the first entry 1.N+1 appended (plugin.h's "since ABI" markers),
+// and the whole table for the newest minor this SDK has. Tables are
+// append-only and a plugin sets `struct_size` to sizeof at build time, so
+// its size is one of these, or larger when built with a newer header.
+static const struct {
+  uint32_t minor;
+  size_t size;
+} conform_ops_sizes[] = {
+    {0, offsetof(accel_device_ops_t, op_fill)},
+    {1, offsetof(accel_device_ops_t, op_gemm_workspace)},
+    {2, offsetof(accel_device_ops_t, mem_address)},
+    {3, offsetof(accel_device_ops_t, native_handle)},
+    {4, sizeof(accel_device_ops_t)},
+};
+// A minor appended to <accel/plugin.h> needs its row above, and its
+// optional entries and groups in conform_abi_optional() and
+// conform_abi_group_split() (until 2026-11-29 this check knew 1.0-1.2 and
+// called every 1.3 and 1.4 table 1.2).
+_Static_assert(ACCEL_PLUGIN_ABI_MINOR == 4,
+               "accel-conform's abi.tables does not know this ABI minor");
+
+#define CONFORM_OPS_SIZES \
+  (sizeof(conform_ops_sizes) / sizeof(conform_ops_sizes[0]))
+#define CONFORM_OPS_NEWER (ACCEL_PLUGIN_ABI_MINOR + 1)
+
+// The newest ABI minor whose whole table fits in `size` bytes, and in
+// `*out_extra` the bytes past it: 0 for a released header; entries of the
+// next minor for a header taken while that minor was being appended to (a
+// plugin built then keeps loading, and keeps passing);
+// CONFORM_OPS_NEWER for a table past this SDK's. -1 for a size that is
+// not a whole number of entries.
+static int conform_ops_minor(size_t size, size_t* out_extra) {
+  *out_extra = 0;
+  if (size % sizeof(accel_plugin_op_fill_fn*) != 0) return -1;
+  size_t last = conform_ops_sizes[CONFORM_OPS_SIZES - 1].size;
+  if (size > last) {
+    *out_extra = size - last;
+    return CONFORM_OPS_NEWER;
+  }
+  size_t i = CONFORM_OPS_SIZES - 1;
+  while (i > 0 && conform_ops_sizes[i].size > size) i--;
+  *out_extra = size - conform_ops_sizes[i].size;
+  return (int)conform_ops_sizes[i].minor;
+}
+
+// Optional entries that plugin.h says go together ("Must be set with",
+// "Set with"), or that the loader takes only together. Writes the first
+// group set in part to `out` and returns true; false when none is.
+static bool conform_abi_group_split(const accel_device_ops_t* ops, char* out,
+                                    size_t out_size) {
+  static const char refused[] = "the core refuses to load such a plugin";
+  const struct {
+    const char* names[4];  // NULL after the last
+    bool set[4];
+    const char* effect;
+  } groups[] = {
+      {{"host_alloc", "host_free"},
+       {CONFORM_SET(ops, host_alloc), CONFORM_SET(ops, host_free)},
+       refused},
+      {{"module_load", "module_unload", "module_function", "launch"},
+       {CONFORM_SET(ops, module_load), CONFORM_SET(ops, module_unload),
+        CONFORM_SET(ops, module_function), CONFORM_SET(ops, launch)},
+       refused},
+      // -- ABI 1.4 --
+      {{"host_register", "host_unregister"},
+       {CONFORM_SET(ops, host_register), CONFORM_SET(ops, host_unregister)},
+       refused},
+      {{"stream_priority_range", "stream_create_priority"},
+       {CONFORM_SET(ops, stream_priority_range),
+        CONFORM_SET(ops, stream_create_priority)},
+       refused},
+      // Not refused: the core would replay this plugin's graphs, surely
+      // not what its author meant.
+      {{"stream_begin_capture", "stream_end_capture", "graph_launch",
+        "graph_destroy"},
+       {CONFORM_SET(ops, stream_begin_capture),
+        CONFORM_SET(ops, stream_end_capture), CONFORM_SET(ops, graph_launch),
+        CONFORM_SET(ops, graph_destroy)},
+       "the core ignores them and replays its own record of each graph"},
+  };
+  for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+    size_t n = 0, set = 0;
+    while (n < 4 && groups[g].names[n] != NULL) set += groups[g].set[n++];
+    if (set == 0 || set == n) continue;
+    char all[128] = "", unset[128] = "";
+    for (size_t i = 0; i < n; i++) {
+      const char* sep = i == 0 ? "" : i + 1 < n ? ", " : " and ";
+      size_t len = strlen(all);
+      snprintf(all + len, sizeof(all) - len, "%s%s", sep, groups[g].names[i]);
+      if (groups[g].set[i]) continue;
+      len = strlen(unset);
+      snprintf(unset + len, sizeof(unset) - len, "%s%s", len ? " " : "",
+               groups[g].names[i]);
+    }
+    snprintf(out, out_size, "%s must be set together, but NULL here: %s; %s",
+             all, unset, groups[g].effect);
+    return true;
+  }
+  return false;
+}
+
+// The optional entries `ops` sets, space-separated into `out` in table
+// order (one name for a group set together); returns how many.
+static unsigned conform_abi_optional(const accel_device_ops_t* ops, char* out,
+                                     size_t out_size) {
+  const struct {
+    const char* name;
+    bool set;
+  } entries[] = {
+#define CONFORM_ENTRY(field) {#field, CONFORM_SET(ops, field)}
+      CONFORM_ENTRY(host_alloc),
+      CONFORM_ENTRY(copy_peer),
+      CONFORM_ENTRY(can_access_peer),
+      CONFORM_ENTRY(event_elapsed_ms),
+      CONFORM_ENTRY(module_load),
+      // -- ABI 1.1 --
+      CONFORM_ENTRY(op_fill),
+      CONFORM_ENTRY(op_cast),
+      CONFORM_ENTRY(op_scale),
+      CONFORM_ENTRY(op_axpy),
+      CONFORM_ENTRY(op_add),
+      CONFORM_ENTRY(op_mul),
+      CONFORM_ENTRY(op_sum),
+      CONFORM_ENTRY(op_gemm),
+      // -- ABI 1.2 --
+      CONFORM_ENTRY(op_gemm_workspace),
+      // -- ABI 1.3 --
+      CONFORM_ENTRY(mem_address),
+      CONFORM_ENTRY(mem_wrap),
+      CONFORM_ENTRY(mem_unwrap),
+      CONFORM_ENTRY(op_rng),
+      // -- ABI 1.4 --
+      CONFORM_ENTRY(native_handle),
+      CONFORM_ENTRY(host_register),
+      CONFORM_ENTRY(launch_host_func),
+      CONFORM_ENTRY(stream_priority_range),
+      CONFORM_ENTRY(stream_begin_capture),
+      CONFORM_ENTRY(op_unary),
+      CONFORM_ENTRY(op_bias_add),
+      CONFORM_ENTRY(op_gemm_batched),
+#undef CONFORM_ENTRY
+  };
+  unsigned count = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
+    if (!entries[i].set) continue;
+    count++;
+    size_t len = strlen(out);
+    snprintf(out + len, out_size - len, "%s%s", len ? " " : "",
+             entries[i].name);
+  }
+  return count;
+}
+
+// The descriptor from `entry` and its device ops, against plugin.h.
+static conform_result_t conform_abi_descriptor(conform_ctx_t* ctx,
+                                               accel_plugin_entry_fn_t entry) {
+  const accel_plugin_t* d = entry ? entry(ACCEL_PLUGIN_ABI_VERSION) : NULL;
+  const accel_device_ops_t* ops = d ? d->device_ops : NULL;
+  const accel_plugin_t* other =
+      entry ? entry(ACCEL_PLUGIN_ABI_VERSION + 1) : NULL;
+  const char* missing = NULL;
+  char text[400];
+  if (entry == NULL || d == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "no descriptor from %s",
+                          ACCEL_PLUGIN_ENTRY_NAME);
+  }
+  if (entry(ACCEL_PLUGIN_ABI_VERSION) != d) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the entry returns a different descriptor on "
+                          "each call (it must be static)");
+  }
+  if (d->abi_version != ACCEL_PLUGIN_ABI_VERSION ||
+      d->struct_size < ACCEL_PLUGIN_MIN_SIZE || ops == NULL ||
+      ops->struct_size < ACCEL_DEVICE_OPS_MIN_SIZE) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "descriptor ABI %u, %u bytes; device ops %u "
+                          "bytes",
+                          d->abi_version, d->struct_size,
+                          ops ? ops->struct_size : 0);
+  }
+  if (other != NULL && other->abi_version != ACCEL_PLUGIN_ABI_VERSION + 1) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the entry serves ABI %u with an ABI %u "
+                          "descriptor (it must return NULL)",
+                          ACCEL_PLUGIN_ABI_VERSION + 1, other->abi_version);
+  }
+  size_t extra = 0;
+  int minor = conform_ops_minor(ops->struct_size, &extra);
+  if (minor < 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "device ops %u bytes: not a whole number of "
+                          "entries; struct_size must be "
+                          "sizeof(accel_device_ops_t)",
+                          ops->struct_size);
+  }
+  if ((missing = conform_missing_required(ops)) != NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "required entry %s is NULL",
+                          missing);
+  }
+  if (conform_abi_group_split(ops, text, sizeof(text))) {
+    return conform_report(ctx, CONFORM_FAIL, "%s", text);
+  }
+  unsigned optional = conform_abi_optional(ops, text, sizeof(text));
+  char abi[160];
+  if (minor == CONFORM_OPS_NEWER) {
+    snprintf(abi, sizeof(abi),
+             "newer than ABI 1.%u: entries past %zu bytes not checked",
+             ACCEL_PLUGIN_ABI_MINOR, sizeof(accel_device_ops_t));
+  } else if (extra > 0) {
+    snprintf(abi, sizeof(abi),
+             "ABI 1.%d and %zu entries of 1.%d: a header from before 1.%d "
+             "was complete",
+             minor, extra / sizeof(accel_plugin_op_fill_fn*), minor + 1,
+             minor + 1);
+  } else {
+    snprintf(abi, sizeof(abi), "ABI 1.%d", minor);
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "descriptor %u bytes, device ops %u bytes (%s); %u "
+                        "optional: %s",
+                        d->struct_size, ops->struct_size, abi, optional,
+                        optional ? text : "none");
+}
 
 static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
                                            const void* arg) {
@@ -104,106 +331,10 @@ static conform_result_t conform_abi_tables(conform_ctx_t* ctx,
   if (handle == NULL) {
     return conform_report(ctx, CONFORM_FAIL, "dlopen: %s", dlerror());
   }
-  conform_result_t result = CONFORM_PASS;
   accel_plugin_entry_fn_t entry = NULL;
   void* sym = dlsym(handle, ACCEL_PLUGIN_ENTRY_NAME);
   memcpy(&entry, &sym, sizeof(entry));  // object to function pointer
-  const accel_plugin_t* d = entry ? entry(ACCEL_PLUGIN_ABI_VERSION) : NULL;
-  const accel_device_ops_t* ops = d ? d->device_ops : NULL;
-  const accel_plugin_t* other =
-      entry ? entry(ACCEL_PLUGIN_ABI_VERSION + 1) : NULL;
-  const char* missing = NULL;
-  size_t ops_1_1 = offsetof(accel_device_ops_t, op_fill);
-  size_t ops_1_2 = offsetof(accel_device_ops_t, op_gemm_workspace);
-  if (entry == NULL || d == NULL) {
-    result = conform_report(ctx, CONFORM_FAIL, "no descriptor from %s",
-                            ACCEL_PLUGIN_ENTRY_NAME);
-  } else if (entry(ACCEL_PLUGIN_ABI_VERSION) != d) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "the entry returns a different descriptor on "
-                            "each call (it must be static)");
-  } else if (d->abi_version != ACCEL_PLUGIN_ABI_VERSION ||
-             d->struct_size < ACCEL_PLUGIN_MIN_SIZE || ops == NULL ||
-             ops->struct_size < ACCEL_DEVICE_OPS_MIN_SIZE) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "descriptor ABI %u, %u bytes; device ops %u "
-                            "bytes",
-                            d->abi_version, d->struct_size,
-                            ops ? ops->struct_size : 0);
-  } else if (other != NULL &&
-             other->abi_version != ACCEL_PLUGIN_ABI_VERSION + 1) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "the entry serves ABI %u with an ABI %u "
-                            "descriptor (it must return NULL)",
-                            ACCEL_PLUGIN_ABI_VERSION + 1, other->abi_version);
-  } else if ((missing = conform_missing_required(ops)) != NULL) {
-    result =
-        conform_report(ctx, CONFORM_FAIL, "required entry %s is NULL", missing);
-  } else if ((CONFORM_OP(ops, host_alloc) == NULL) !=
-             (CONFORM_OP(ops, host_free) == NULL)) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "host_alloc and host_free must be set together");
-  } else if ((CONFORM_OP(ops, module_load) == NULL) !=
-                 (CONFORM_OP(ops, module_unload) == NULL) ||
-             (CONFORM_OP(ops, module_load) == NULL) !=
-                 (CONFORM_OP(ops, module_function) == NULL) ||
-             (CONFORM_OP(ops, module_load) == NULL) !=
-                 (CONFORM_OP(ops, launch) == NULL)) {
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "module_load, module_unload, module_function and "
-                            "launch must be set together");
-  } else if ((CONFORM_OP(ops, stream_begin_capture) == NULL) !=
-                 (CONFORM_OP(ops, stream_end_capture) == NULL) ||
-             (CONFORM_OP(ops, stream_begin_capture) == NULL) !=
-                 (CONFORM_OP(ops, graph_launch) == NULL) ||
-             (CONFORM_OP(ops, stream_begin_capture) == NULL) !=
-                 (CONFORM_OP(ops, graph_destroy) == NULL)) {
-    // The core would replay this plugin's graphs: not an error there, but
-    // surely not what its author meant (plugin.h: set them together).
-    result = conform_report(ctx, CONFORM_FAIL,
-                            "stream_begin_capture, stream_end_capture, "
-                            "graph_launch and graph_destroy must be set "
-                            "together");
-  } else {
-    unsigned optional = 0;
-    const char* names[] = {
-        "host_alloc",       "copy_peer",        "can_access_peer",
-        "event_elapsed_ms", "module_load",      "op_fill",
-        "op_cast",          "op_scale",         "op_axpy",
-        "op_add",           "op_mul",           "op_sum",
-        "op_gemm",          "op_gemm_workspace"};
-    const bool set[] = {CONFORM_OP(ops, host_alloc) != NULL,
-                        CONFORM_OP(ops, copy_peer) != NULL,
-                        CONFORM_OP(ops, can_access_peer) != NULL,
-                        CONFORM_OP(ops, event_elapsed_ms) != NULL,
-                        CONFORM_OP(ops, module_load) != NULL,
-                        CONFORM_OP(ops, op_fill) != NULL,
-                        CONFORM_OP(ops, op_cast) != NULL,
-                        CONFORM_OP(ops, op_scale) != NULL,
-                        CONFORM_OP(ops, op_axpy) != NULL,
-                        CONFORM_OP(ops, op_add) != NULL,
-                        CONFORM_OP(ops, op_mul) != NULL,
-                        CONFORM_OP(ops, op_sum) != NULL,
-                        CONFORM_OP(ops, op_gemm) != NULL,
-                        CONFORM_OP(ops, op_gemm_workspace) != NULL};
-    char list[256] = "";
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-      if (!set[i]) continue;
-      optional++;
-      size_t len = strlen(list);
-      snprintf(list + len, sizeof(list) - len, "%s%s", len ? " " : "",
-               names[i]);
-    }
-    result = conform_report(
-        ctx, CONFORM_PASS,
-        "descriptor %u bytes, device ops %u bytes (ABI 1.%u); %u optional: "
-        "%s",
-        d->struct_size, ops->struct_size,
-        ops->struct_size > ops_1_2   ? 2u
-        : ops->struct_size > ops_1_1 ? 1u
-                                     : 0u,
-        optional, optional ? list : "none");
-  }
+  conform_result_t result = conform_abi_descriptor(ctx, entry);
   dlclose(handle);
   return result;
 }
