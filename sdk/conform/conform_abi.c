@@ -60,9 +60,14 @@ static conform_result_t conform_abi_load_report(conform_ctx_t* ctx,
   if (r.version[0] == '\0') {
     return conform_report(ctx, CONFORM_FAIL, "empty version string");
   }
+  // The core's minor is not in the public API: the SDK's is that of the
+  // <accel/plugin.h> this suite was built with, which ships with the core.
   return conform_report(ctx, CONFORM_PASS,
-                        "%s %s, ABI %u, priority %d, %u device(s)", r.name,
-                        r.version, r.abi_version, r.priority, r.device_count);
+                        "%s %s, ABI %u.%u (SDK %u.%u), priority %d, %u "
+                        "device(s)",
+                        r.name, r.version, r.abi_version, r.abi_minor,
+                        ACCEL_PLUGIN_ABI_VERSION, ACCEL_PLUGIN_ABI_MINOR,
+                        r.priority, r.device_count);
 }
 
 // Names the first required device op that is NULL, or NULL if none is.
