@@ -197,6 +197,16 @@ typedef struct conform_direct {
   void* device;
 } conform_direct_t;
 conform_result_t conform_direct_open(conform_ctx_t* ctx, conform_direct_t* d);
+// The same with `host` (which must stay valid until conform_direct_close):
+// `*out_load` (may be NULL) gets load's status, ACCEL_OK when it was not
+// reached. conform_direct_host_init() writes the suite's host table, cut
+// to the first `size` bytes (an older core's), into `host`.
+struct accel_host;
+conform_result_t conform_direct_open_with(conform_ctx_t* ctx,
+                                          conform_direct_t* d,
+                                          const struct accel_host* host,
+                                          accel_status_t* out_load);
+void conform_direct_host_init(struct accel_host* host, size_t size);
 void conform_direct_close(conform_direct_t* d);
 const char* conform_direct_message(void);
 // The device's properties as the plugin itself reports them: query_props

@@ -15,11 +15,8 @@
 //                         abi_minor), then devices, a copy and unload
 #define _DEFAULT_SOURCE  // MAP_ANONYMOUS
 #include <accel/plugin.h>
-#include <dlfcn.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -217,43 +214,10 @@ static conform_result_t conform_older_gemm(conform_ctx_t* ctx,
   return result;
 }
 
-// Host services as an older core lends them: working, thread-safe, and
-// reading nothing of `host` (it ends at the guard page). A message from
-// `fail` is kept for the report; `log` formats its line and drops it, as
-// the core does below the ACCEL_LOG level.
-static _Thread_local char conform_older_message[256];
-
-static accel_status_t conform_older_fail(const accel_host_t* host,
-                                         accel_status_t status,
-                                         const char* format, ...) {
-  (void)host;
-  va_list ap;
-  va_start(ap, format);
-  vsnprintf(conform_older_message, sizeof(conform_older_message), format, ap);
-  va_end(ap);
-  return status;
-}
-
-static void conform_older_log(const accel_host_t* host, accel_log_level_t level,
-                              const char* format, ...) {
-  (void)host, (void)level;
-  char line[512];
-  va_list ap;
-  va_start(ap, format);
-  vsnprintf(line, sizeof(line), format, ap);
-  va_end(ap);
-}
-
-static const char* conform_older_getenv(const accel_host_t* host,
-                                        const char* name) {
-  (void)host;
-  return name != NULL ? getenv(name) : NULL;
-}
-
 // The host table of each older core whose accel_host_t was smaller than
 // this SDK's. A field appended to accel_host_t needs a row here for the
-// minors before it, whose table holds `abi_minor` (set it in
-// conform_older_host() when the size does).
+// minors before it (conform_direct_host_init() copies the fields that
+// fit).
 static const struct {
   const char* abi;
   size_t size;
@@ -265,121 +229,93 @@ _Static_assert(ACCEL_PLUGIN_ABI_MINOR == 4,
                "abi.older_core_host: did this ABI minor grow accel_host_t?");
 
 // Loads a second instance of the plugin through its entry point with
-// `host` (as the core's own is loaded), opens the device under test, asks
-// for its properties with an ABI 1.2 core's size, copies 64 bytes there
-// and back on a stream, and unloads. Writes what failed to `what` and
-// returns the status; the plugin's message is conform_older_message.
-static accel_status_t conform_older_host_run(conform_ctx_t* ctx,
-                                             const accel_host_t* host,
-                                             const char** what,
-                                             uint32_t* out_count) {
-  void* handle = dlopen(ctx->plugin_path, RTLD_NOW | RTLD_LOCAL);
-  void* sym = handle ? dlsym(handle, ACCEL_PLUGIN_ENTRY_NAME) : NULL;
-  *what = "dlopen";
-  if (sym == NULL) {
-    snprintf(conform_older_message, sizeof(conform_older_message), "%s",
-             dlerror());
-    if (handle != NULL) dlclose(handle);
-    return ACCEL_ERROR_NOT_FOUND;
+// the suite's host table cut to `size` bytes (an older core's), placed so
+// that it ends where an inaccessible page begins: a plugin that reads
+// `abi_minor` (or anything past `struct_size`) without
+// ACCEL_PLUGIN_HAS_FIELD faults in this check. Then the device under test
+// is opened, asked for its properties with an ABI 1.2 core's size, given
+// 64 bytes to copy there and back on a stream, and closed; the plugin is
+// unloaded before the table goes, as plugin.h promises. `*out_count` gets
+// the plugin's device count.
+static conform_result_t conform_older_host_run(conform_ctx_t* ctx,
+                                               const char* abi, size_t size,
+                                               uint32_t* out_count) {
+  conform_guarded_t g = {0};
+  if (!conform_guarded_alloc(&g, size)) {
+    return conform_report(ctx, CONFORM_FAIL, "cannot map a guard page");
   }
-  accel_plugin_entry_fn_t entry;
-  memcpy(&entry, &sym, sizeof(entry));  // object to function pointer
-  const accel_plugin_t* desc = entry(ACCEL_PLUGIN_ABI_VERSION);
-  const accel_device_ops_t* ops = desc ? desc->device_ops : NULL;
-  void *plugin = NULL, *device = NULL, *mem = NULL, *stream = NULL;
-  uint32_t index = accel_device_index(ctx->device);
+  accel_host_t* host = (accel_host_t*)g.at;
+  conform_direct_host_init(host, size);
+  conform_direct_t d;
+  accel_status_t load = ACCEL_OK;
+  conform_result_t r = conform_direct_open_with(ctx, &d, host, &load);
+  if (r != CONFORM_PASS) {
+    if (load == ACCEL_ERROR_INCOMPATIBLE) {
+      r = conform_report(ctx, CONFORM_UNSUPPORTED,
+                         "load refuses an ABI %s core: %s", abi,
+                         conform_direct_message());
+    }
+    conform_guarded_free(&g);
+    return r;
+  }
+  (void)d.desc->device_count(d.plugin, out_count);
+  void *mem = NULL, *stream = NULL;
   unsigned char in[64], out[64] = {0};
   for (size_t i = 0; i < sizeof(in); i++) in[i] = (unsigned char)(i * 7 + 1);
   accel_plugin_device_props_t props;
   memset(&props, 0, sizeof(props));
   props.struct_size = offsetof(accel_plugin_device_props_t, max_alloc_size);
-  *what = "entry";
-  accel_status_t status = desc != NULL ? ACCEL_OK : ACCEL_ERROR_INCOMPATIBLE;
+  const char* what = "";
+  accel_status_t status = ACCEL_OK;
   // Each step runs while every one before it succeeded.
 #define CONFORM_STEP(name, call) \
   do {                           \
     if (status == ACCEL_OK) {    \
-      *what = name;              \
+      what = name;               \
       status = (call);           \
     }                            \
   } while (0)
-  CONFORM_STEP("load", desc->load(host, &plugin));
-  CONFORM_STEP("device_count", desc->device_count(plugin, out_count));
-  if (status == ACCEL_OK && *out_count <= index) {
-    status = ACCEL_ERROR_NOT_FOUND;
-    snprintf(conform_older_message, sizeof(conform_older_message),
-             "%u device(s), the core opened device %u", *out_count, index);
-  }
-  CONFORM_STEP("device_open", desc->device_open(plugin, index, &device));
-  CONFORM_STEP("query_props", ops->query_props(device, &props));
-  CONFORM_STEP("mem_alloc", ops->mem_alloc(device, sizeof(in), &mem));
-  CONFORM_STEP("stream_create", ops->stream_create(device, 0, &stream));
+  CONFORM_STEP("query_props", d.ops->query_props(d.device, &props));
+  CONFORM_STEP("mem_alloc", d.ops->mem_alloc(d.device, sizeof(in), &mem));
+  CONFORM_STEP("stream_create", d.ops->stream_create(d.device, 0, &stream));
   CONFORM_STEP("copy_h2d",
-               ops->copy_h2d(device, stream, mem, 0, in, sizeof(in)));
+               d.ops->copy_h2d(d.device, stream, mem, 0, in, sizeof(in)));
   CONFORM_STEP("copy_d2h",
-               ops->copy_d2h(device, stream, out, mem, 0, sizeof(out)));
-  CONFORM_STEP("stream_synchronize", ops->stream_synchronize(stream));
+               d.ops->copy_d2h(d.device, stream, out, mem, 0, sizeof(out)));
+  CONFORM_STEP("stream_synchronize", d.ops->stream_synchronize(stream));
 #undef CONFORM_STEP
-  if (status == ACCEL_OK && memcmp(in, out, sizeof(in)) != 0) {
+  if (status != ACCEL_OK) {
+    r = conform_report(ctx, CONFORM_FAIL,
+                       "%s with an ABI %s core's host table (%zu bytes): "
+                       "%s: %s",
+                       what, abi, size, accel_status_string(status),
+                       conform_direct_message());
+  } else if (memcmp(in, out, sizeof(in)) != 0) {
     size_t bad = 0;
     while (in[bad] == out[bad]) bad++;
-    *what = "compare";  // not the plugin's status: conform_older_host()
-    status = ACCEL_ERROR_INTERNAL;
-    snprintf(conform_older_message, sizeof(conform_older_message),
-             "byte %zu is 0x%02x, expected 0x%02x", bad, out[bad], in[bad]);
+    r = conform_report(ctx, CONFORM_FAIL,
+                       "64 bytes copied to the device and back with an ABI "
+                       "%s core's host table: byte %zu is 0x%02x, expected "
+                       "0x%02x",
+                       abi, bad, out[bad], in[bad]);
   }
-  if (stream != NULL) ops->stream_destroy(stream);
-  if (mem != NULL) ops->mem_free(device, mem);
-  if (device != NULL) desc->device_close(device);
-  if (plugin != NULL) desc->unload(plugin);
-  dlclose(handle);
-  return status;
+  if (stream != NULL) d.ops->stream_destroy(stream);
+  if (mem != NULL) d.ops->mem_free(d.device, mem);
+  conform_direct_close(&d);
+  conform_guarded_free(&g);
+  return r;
 }
 
-// abi.older_core_host: the plugin under an older core's host table, which
-// ends where an inaccessible page begins, so a plugin that reads
-// `abi_minor` (or anything past `struct_size`) without
-// ACCEL_PLUGIN_HAS_FIELD faults in this check. The table stays mapped
-// until `unload` has returned, as plugin.h promises.
+// abi.older_core_host: the plugin under each older core's host table.
 static conform_result_t conform_older_host(conform_ctx_t* ctx,
                                            const void* arg) {
   (void)arg;
   size_t n = sizeof(conform_older_hosts) / sizeof(conform_older_hosts[0]);
   uint32_t count = 0;
   for (size_t i = 0; i < n; i++) {
-    const char* abi = conform_older_hosts[i].abi;
-    size_t size = conform_older_hosts[i].size;
-    conform_guarded_t g = {0};
-    if (!conform_guarded_alloc(&g, size)) {
-      return conform_report(ctx, CONFORM_FAIL, "cannot map a guard page");
-    }
-    accel_host_t* host = (accel_host_t*)g.at;  // struct_size is set
-    host->abi_version = ACCEL_PLUGIN_ABI_VERSION;
-    host->fail = conform_older_fail;
-    host->log = conform_older_log;
-    host->getenv = conform_older_getenv;
-    conform_older_message[0] = '\0';
-    const char* what = "";
-    accel_status_t status = conform_older_host_run(ctx, host, &what, &count);
-    conform_guarded_free(&g);
-    if (status == ACCEL_ERROR_INCOMPATIBLE && strcmp(what, "load") == 0) {
-      return conform_report(ctx, CONFORM_UNSUPPORTED,
-                            "load refuses an ABI %s core: %s", abi,
-                            conform_older_message);
-    }
-    if (status != ACCEL_OK && strcmp(what, "compare") == 0) {
-      return conform_report(ctx, CONFORM_FAIL,
-                            "64 bytes copied to the device and back with an "
-                            "ABI %s core's host table: %s",
-                            abi, conform_older_message);
-    }
-    if (status != ACCEL_OK) {
-      return conform_report(ctx, CONFORM_FAIL,
-                            "%s with an ABI %s core's host table (%zu "
-                            "bytes): %s: %s",
-                            what, abi, size, accel_status_string(status),
-                            conform_older_message);
-    }
+    conform_result_t r = conform_older_host_run(
+        ctx, conform_older_hosts[i].abi, conform_older_hosts[i].size, &count);
+    if (r != CONFORM_PASS) return r;
   }
   return conform_report(ctx, CONFORM_PASS,
                         "ABI %s host table (%zu bytes, no abi_minor): load, "

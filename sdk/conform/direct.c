@@ -47,6 +47,11 @@ static const accel_host_t conform_host = {
     .abi_minor = ACCEL_PLUGIN_ABI_MINOR,
 };
 
+void conform_direct_host_init(accel_host_t* host, size_t size) {
+  memcpy(host, &conform_host, size);
+  host->struct_size = (uint32_t)size;
+}
+
 accel_status_t conform_direct_props(const conform_direct_t* d,
                                     accel_plugin_device_props_t* props) {
   memset(props, 0, sizeof(*props));
@@ -62,7 +67,15 @@ void conform_direct_close(conform_direct_t* d) {
 }
 
 conform_result_t conform_direct_open(conform_ctx_t* ctx, conform_direct_t* d) {
+  return conform_direct_open_with(ctx, d, &conform_host, NULL);
+}
+
+conform_result_t conform_direct_open_with(conform_ctx_t* ctx,
+                                          conform_direct_t* d,
+                                          const accel_host_t* host,
+                                          accel_status_t* out_load) {
   memset(d, 0, sizeof(*d));
+  if (out_load != NULL) *out_load = ACCEL_OK;
   d->handle = dlopen(ctx->plugin_path, RTLD_NOW | RTLD_LOCAL);
   void* sym = d->handle ? dlsym(d->handle, ACCEL_PLUGIN_ENTRY_NAME) : NULL;
   if (sym == NULL) {
@@ -79,7 +92,8 @@ conform_result_t conform_direct_open(conform_ctx_t* ctx, conform_direct_t* d) {
   }
   d->ops = d->desc->device_ops;
   uint32_t count = 0;
-  accel_status_t status = d->desc->load(&conform_host, &d->plugin);
+  accel_status_t status = d->desc->load(host, &d->plugin);
+  if (out_load != NULL) *out_load = status;
   if (status == ACCEL_OK) status = d->desc->device_count(d->plugin, &count);
   if (status == ACCEL_OK && count <= accel_device_index(ctx->device)) {
     status = ACCEL_ERROR_NOT_FOUND;
