@@ -10,19 +10,10 @@
 //
 // Timing: each engine runs warm-up products for at least
 // ACCEL_CPU_TUNE_WARM_NS (OpenBLAS's threads spin for a while after a
-// call, which would slow the next engine's first runs), and gets the
-// number of repeats that makes one run last about ACCEL_CPU_TUNE_RUN_NS,
-// so that the small class's products (tens of microseconds) are not timed
-// one clock read at a time. Then ACCEL_CPU_TUNE_ROUNDS rounds time one
-// run of every engine, in turn, each round starting one engine later; the
-// best run of each engine counts. Engines timed one after another (as
-// before 2026-11-29) let a burst of other work during one engine's turn
-// decide the class: on the 16-core AMX host oneDNN's f32 timing read 548
-// GFLOP/s against OpenBLAS's 701 while the trials around it measured 1012
-// against 800. In rounds a burst shorter than a round slows one run of
-// some engines, and the best run of each passes it by; starting each
-// round one engine later means no engine always runs right after
-// OpenBLAS, whose threads still spin then.
+// call, which would slow the next engine's first runs), then the best of
+// ACCEL_CPU_TUNE_RUNS runs counts; a run repeats the product enough times
+// to last about ACCEL_CPU_TUNE_RUN_NS, so that the small class's products
+// (tens of microseconds) are not timed one clock read at a time.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +21,7 @@
 #include "convert.h"
 #include "cpu.h"
 
-#define ACCEL_CPU_TUNE_ROUNDS 4
+#define ACCEL_CPU_TUNE_RUNS 3
 #define ACCEL_CPU_TUNE_WARM_NS 60000000ull
 #define ACCEL_CPU_TUNE_RUN_NS 2000000ull
 
@@ -75,12 +66,12 @@ const char* accel_cpu_gemm_class_name(int cls) {
              : "none";
 }
 
-// Warms `engine` up on `g` and returns how many products make one timed
-// run; 0 when it failed.
-static uint64_t accel_cpu_engine_warm(accel_cpu_plugin_t* plugin,
-                                      accel_cpu_pool_t* pool,
-                                      const accel_cpu_gemm_engine_t* engine,
-                                      const accel_plugin_gemm_t* g) {
+// Seconds-per-product of the best timed run of `engine` on `g`, or a
+// negative value when it failed.
+static double accel_cpu_engine_time(accel_cpu_plugin_t* plugin,
+                                    accel_cpu_pool_t* pool,
+                                    const accel_cpu_gemm_engine_t* engine,
+                                    const accel_plugin_gemm_t* g) {
   char message[ACCEL_CPU_MESSAGE_SIZE];
   uint64_t start = accel_cpu_now_ns(), warm = 0, elapsed = 0;
   do {
@@ -89,30 +80,26 @@ static uint64_t accel_cpu_engine_warm(accel_cpu_plugin_t* plugin,
       plugin->host->log(plugin->host, ACCEL_LOG_INFO,
                         "gemm engine %s failed its timing: %s",
                         accel_cpu_engine_name(engine->id), message);
-      return 0;
+      return -1.0;
     }
     warm++;
     elapsed = accel_cpu_now_ns() - start;
   } while (elapsed < ACCEL_CPU_TUNE_WARM_NS);
   uint64_t each = elapsed / warm;
-  return each >= ACCEL_CPU_TUNE_RUN_NS
-             ? 1
-             : ACCEL_CPU_TUNE_RUN_NS / (each > 0 ? each : 1) + 1;
-}
-
-// Seconds per product of one run of `reps` products of `engine` on `g`.
-static double accel_cpu_engine_run(accel_cpu_plugin_t* plugin,
-                                   accel_cpu_pool_t* pool,
-                                   const accel_cpu_gemm_engine_t* engine,
-                                   const accel_plugin_gemm_t* g,
-                                   uint64_t reps) {
-  char message[ACCEL_CPU_MESSAGE_SIZE];
-  uint64_t t0 = accel_cpu_now_ns();
-  for (uint64_t i = 0; i < reps; i++) {
-    (void)accel_cpu_gemm_execute(plugin, pool, engine, g, message,
-                                 sizeof(message));
+  uint64_t reps = each >= ACCEL_CPU_TUNE_RUN_NS
+                      ? 1
+                      : ACCEL_CPU_TUNE_RUN_NS / (each > 0 ? each : 1) + 1;
+  double best = -1.0;
+  for (int r = 0; r < ACCEL_CPU_TUNE_RUNS; r++) {
+    uint64_t t0 = accel_cpu_now_ns();
+    for (uint64_t i = 0; i < reps; i++) {
+      (void)accel_cpu_gemm_execute(plugin, pool, engine, g, message,
+                                   sizeof(message));
+    }
+    double s = (double)(accel_cpu_now_ns() - t0) * 1e-9 / (double)reps;
+    if (best < 0 || s < best) best = s;
   }
-  return (double)(accel_cpu_now_ns() - t0) * 1e-9 / (double)reps;
+  return best;
 }
 
 // Fills the operands of class `cls` in dtype index `dt` into a new
@@ -165,28 +152,11 @@ int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin, accel_cpu_pool_t* pool,
   unsigned char* buf = accel_cpu_tune_operands(dt, cls, &g);
   if (buf == NULL) return -1;
   double flop = 2.0 * (double)g.m * (double)g.n * (double)g.k;
-  // Per engine: products per run (0: it failed), and its best run's
-  // seconds per product.
-  uint64_t reps[ACCEL_CPU_ENGINE_COUNT] = {0};
-  double time[ACCEL_CPU_ENGINE_COUNT] = {0};
-  if (count > (int)ACCEL_CPU_ENGINE_COUNT) count = (int)ACCEL_CPU_ENGINE_COUNT;
-  for (int i = 0; i < count; i++) {
-    reps[i] = accel_cpu_engine_warm(plugin, pool, &candidates[i], &g);
-  }
-  for (int round = 0; round < ACCEL_CPU_TUNE_ROUNDS; round++) {
-    for (int turn = 0; turn < count; turn++) {
-      int i = (round + turn) % count;
-      if (reps[i] == 0) continue;
-      double s =
-          accel_cpu_engine_run(plugin, pool, &candidates[i], &g, reps[i]);
-      if (time[i] == 0 || s < time[i]) time[i] = s;
-    }
-  }
   char report[384] = "";
   int best_i = -1;
   double best = 0;
   for (int i = 0; i < count; i++) {
-    double s = reps[i] > 0 ? time[i] : -1.0;
+    double s = accel_cpu_engine_time(plugin, pool, &candidates[i], &g);
     size_t used = strlen(report);
     snprintf(report + used, sizeof(report) - used, "%s%s %.1f",
              used ? ", " : "", accel_cpu_engine_name(candidates[i].id),
