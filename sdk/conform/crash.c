@@ -41,6 +41,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -187,24 +188,12 @@ static void* conform_watchdog(void* arg) {
   return NULL;
 }
 
-// Names what runs next: a crash writes "accel-conform: crashed `where` ("
-// and the signal's name. Untimed when `hang_line` is NULL; else the
-// watchdog writes `hang_line` to `hang_fd` once the part has run for the
-// limit.
-static void conform_guard_arm(const char* where, const char* hang_line,
-                              int hang_fd) {
+// Names what runs next, untimed: a crash writes "accel-conform: crashed
+// `where` (" and the signal's name.
+static void conform_guard_arm(const char* where) {
   conform_guard_reclaim();
   conform_crash_length = 0;
   atomic_store(&conform_watch_since, 0.0);
-  if (hang_line != NULL) {
-    int n =
-        snprintf(conform_hang_line, sizeof(conform_hang_line), "%s", hang_line);
-    conform_hang_length = n > 0 && (size_t)n < sizeof(conform_hang_line)
-                              ? (size_t)n
-                              : sizeof(conform_hang_line) - 1;
-    conform_hang_fd = hang_fd;
-    atomic_store(&conform_watch_since, conform_now());
-  }
   int n = snprintf(conform_crash_line, sizeof(conform_crash_line),
                    "\naccel-conform: crashed %s (", where);
   if (n > 0 && (size_t)n < sizeof(conform_crash_line)) {
@@ -212,23 +201,36 @@ static void conform_guard_arm(const char* where, const char* hang_line,
   }
 }
 
+// Times what conform_guard_arm() named: once it has run for the limit, the
+// watchdog writes the line `format` makes to `fd`.
+__attribute__((format(printf, 2, 3))) static void conform_guard_time(
+    int fd, const char* format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  int n = vsnprintf(conform_hang_line, sizeof(conform_hang_line), format, ap);
+  va_end(ap);
+  conform_hang_length = n > 0 && (size_t)n < sizeof(conform_hang_line)
+                            ? (size_t)n
+                            : sizeof(conform_hang_line) - 1;
+  conform_hang_fd = fd;
+  atomic_store(&conform_watch_since, conform_now());
+}
+
 // Names and times the setup or the teardown: the watchdog's line is the
 // crash line with "hung" for "crashed", on stderr too.
 static void conform_guard_arm_phase(const char* where) {
-  char hang[sizeof(conform_hang_line)];
-  snprintf(hang, sizeof(hang),
-           "accel-conform: hung %s: still running after %.0f s (a plugin "
-           "call that never returns?). Stopping.\n",
-           where, conform_watch_limit);
-  conform_guard_arm(where, hang, STDERR_FILENO);
+  conform_guard_arm(where);
+  conform_guard_time(STDERR_FILENO,
+                     "accel-conform: hung %s: still running after %.0f s (a "
+                     "plugin call that never returns?). Stopping.\n",
+                     where, conform_watch_limit);
 }
 
 void conform_crash_guard_install(double limit_s) {
-  struct sigaction action;
-  conform_guard_action(&action);
+  // The handlers there now are passed each signal; conform_guard_arm()
+  // puts this one in front of them.
   for (int i = 0; i < CONFORM_FATAL_COUNT; i++) {
-    sigaction(conform_fatal_signals[i], &action, &conform_original[i]);
-    conform_previous[i] = conform_original[i];
+    sigaction(conform_fatal_signals[i], NULL, &conform_original[i]);
   }
   conform_watch_limit = limit_s;
   conform_last_check[0] = '\0';
@@ -250,18 +252,17 @@ void conform_crash_guard_check(const char* check) {
                "after check %s had ended, before the next began",
                conform_last_check);
     }
-    conform_guard_arm(where, NULL, STDOUT_FILENO);
+    conform_guard_arm(where);
     return;
   }
   snprintf(conform_last_check, sizeof(conform_last_check), "%s", check);
   snprintf(where, sizeof(where), "in check %s", check);
+  conform_guard_arm(where);
   // The check's report line, as the loop in main() prints one.
-  char hang[sizeof(conform_hang_line)];
-  snprintf(hang, sizeof(hang),
-           "FAIL         %-28s  still running after %.0f s: a wait inside "
-           "the plugin that never returns? Stopping.\n",
-           check, conform_watch_limit);
-  conform_guard_arm(where, hang, STDOUT_FILENO);
+  conform_guard_time(STDOUT_FILENO,
+                     "FAIL         %-28s  still running after %.0f s: a wait "
+                     "inside the plugin that never returns? Stopping.\n",
+                     check, conform_watch_limit);
 }
 
 void conform_crash_guard_teardown(void) {
