@@ -45,6 +45,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +95,19 @@ static double conform_watch_limit;
 // first. Main thread only.
 static char conform_last_check[128];
 
+// Under a sanitizer (ASan, TSan, UBSan that halts), the runtime ends the
+// process itself when it reports an error or cannot go on (TSan unable to
+// map its shadow memory): no signal, so no crash line. Its death callback
+// names the part of the run instead and prints the stack that got there,
+// which the runtime's own one-line reasons ("failed to allocate ... bytes")
+// leave out. Weak: absent outside a sanitized build.
+extern void __sanitizer_set_death_callback(void (*callback)(void))
+    __attribute__((weak, visibility("default")));
+extern void __sanitizer_print_stack_trace(void)
+    __attribute__((weak, visibility("default")));
+static char conform_stop_line[400];
+static volatile sig_atomic_t conform_stop_length;
+
 static void conform_on_fatal(int sig, siginfo_t* info, void* context) {
   int depth = atomic_fetch_add(&conform_fatal_depth, 1);
   bool fault = info != NULL && info->si_code > 0;  // from the kernel
@@ -138,6 +152,33 @@ static void conform_on_fatal(int sig, siginfo_t* info, void* context) {
   signal(sig, SIG_DFL);
   raise(sig);
   atomic_fetch_sub(&conform_fatal_depth, 1);
+}
+
+static void conform_on_sanitizer_death(void) {
+  size_t length = (size_t)conform_stop_length;
+  if (length > 0) {
+    ssize_t ignored = write(STDERR_FILENO, conform_stop_line, length);
+    (void)ignored;
+    conform_stop_length = 0;
+  }
+  __sanitizer_print_stack_trace();
+}
+
+// Prepares the line the death callback writes, naming `where`.
+static void conform_guard_name_stop(const char* where) {
+  conform_stop_length = 0;
+  int n = snprintf(conform_stop_line, sizeof(conform_stop_line),
+                   "\naccel-conform: the sanitizer stopped the run %s, "
+                   "here:\n",
+                   where);
+  if (n > 0 && (size_t)n < sizeof(conform_stop_line)) {
+    conform_stop_length = n;
+  }
+}
+
+// After main() returned: a leak report comes then.
+static void conform_guard_at_exit(void) {
+  conform_guard_name_stop("at exit, after the run ended");
 }
 
 static void conform_guard_action(struct sigaction* action) {
@@ -199,6 +240,7 @@ static void conform_guard_arm(const char* where) {
   if (n > 0 && (size_t)n < sizeof(conform_crash_line)) {
     conform_crash_length = n;
   }
+  conform_guard_name_stop(where);
 }
 
 // Times what conform_guard_arm() named: once it has run for the limit, the
@@ -235,6 +277,11 @@ void conform_crash_guard_install(double limit_s) {
   conform_watch_limit = limit_s;
   conform_last_check[0] = '\0';
   conform_guard_arm_phase("while loading the plugin and opening its devices");
+  if (__sanitizer_set_death_callback != NULL &&
+      __sanitizer_print_stack_trace != NULL) {
+    __sanitizer_set_death_callback(conform_on_sanitizer_death);
+    atexit(conform_guard_at_exit);
+  }
   pthread_t watchdog;
   if (pthread_create(&watchdog, NULL, conform_watchdog, NULL) == 0) {
     pthread_detach(watchdog);
