@@ -350,13 +350,14 @@ void conform_store(void* p, accel_dtype_t dtype, size_t i, double v);
 void conform_crash_guard_install(double limit_s);
 
 // Names the check `check` (a copy is kept), from its start until the
-// objects it left are released: the watchdog writes its report line,
-// "FAIL <name> still running after N s", to stdout. NULL after the setup
-// and after each check: the suite's own work then is untimed, and a crash
-// (on a thread the plugin left running) is named "after loading the
-// plugin, before the first check" or "after check NAME had ended, before
-// the next began".
-void conform_crash_guard_check(const char* check);
+// objects it left are released: past the limit the watchdog writes
+// `hang_report` (copied; its FAIL report line, "FAIL <name> still running
+// after N s", and with --json the rest of the document) to stdout. NULL
+// after the setup and after each check (`hang_report` unused): the
+// suite's own work then is untimed, and a crash (on a thread the plugin
+// left running) is named "after loading the plugin, before the first
+// check" or "after check NAME had ended, before the next began".
+void conform_crash_guard_check(const char* check, const char* hang_report);
 
 // Names and times the teardown (releasing the devices, accel_shutdown()
 // closing them and unloading the plugins, and the exit after it): "while

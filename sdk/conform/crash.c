@@ -85,7 +85,7 @@ static volatile sig_atomic_t conform_crash_length;
 // conform_now(); 0 when nothing is timed). The line is written only while
 // `conform_watch_since` is 0; the watchdog writes it only if
 // `conform_watch_since` is the same before and after it copied it.
-static char conform_hang_line[400];
+static char conform_hang_line[640];
 static size_t conform_hang_length;
 static int conform_hang_fd;
 static _Atomic double conform_watch_since;
@@ -288,7 +288,7 @@ void conform_crash_guard_install(double limit_s) {
   }
 }
 
-void conform_crash_guard_check(const char* check) {
+void conform_crash_guard_check(const char* check, const char* hang_report) {
   char where[sizeof(conform_last_check) + 64];
   if (check == NULL) {
     if (conform_last_check[0] == '\0') {
@@ -305,11 +305,7 @@ void conform_crash_guard_check(const char* check) {
   snprintf(conform_last_check, sizeof(conform_last_check), "%s", check);
   snprintf(where, sizeof(where), "in check %s", check);
   conform_guard_arm(where);
-  // The check's report line, as the loop in main() prints one.
-  conform_guard_time(STDOUT_FILENO,
-                     "FAIL         %-28s  still running after %.0f s: a wait "
-                     "inside the plugin that never returns? Stopping.\n",
-                     check, conform_watch_limit);
+  conform_guard_time(STDOUT_FILENO, "%s", hang_report);
 }
 
 void conform_crash_guard_teardown(void) {

@@ -238,19 +238,70 @@ static bool conform_selected(const conform_args_t* args, const char* name) {
   return strstr(name, args->filter) != NULL;
 }
 
+// Writes `c` as it goes inside a JSON string to `out` (room for 7 bytes);
+// returns the bytes written.
+static int conform_json_char(char* out, unsigned char c) {
+  if (c == '"' || c == '\\') {
+    out[0] = '\\';
+    out[1] = (char)c;
+    return 2;
+  }
+  if (c < 0x20) return snprintf(out, 7, "\\u%04x", c);
+  out[0] = (char)c;
+  return 1;
+}
+
 static void conform_json_string(const char* s) {
   putchar('"');
   for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') {
-      printf("\\%c", c);
-    } else if (c < 0x20) {
-      printf("\\u%04x", c);
-    } else {
-      putchar(c);
-    }
+    char piece[8];
+    fwrite(piece, 1, (size_t)conform_json_char(piece, (unsigned char)*s),
+           stdout);
   }
   putchar('"');
+}
+
+// `s` as a JSON string, quoted, into `out` (cut short to fit `size`).
+static void conform_json_quote(char* out, size_t size, const char* s) {
+  size_t used = 0;
+  if (size < 3) return;
+  out[used++] = '"';
+  for (; *s; s++) {
+    char piece[8];
+    int n = conform_json_char(piece, (unsigned char)*s);
+    if (used + (size_t)n + 2 > size) break;
+    memcpy(out + used, piece, (size_t)n);
+    used += (size_t)n;
+  }
+  out[used++] = '"';
+  out[used] = '\0';
+}
+
+// The line the watchdog writes to stdout if `name` is still running after
+// `limit_s`: its FAIL report line, and in JSON the rest of the document
+// (the counts so far, this check failed), so the output stays whole.
+static void conform_hang_report(char* out, size_t size, const char* name,
+                                double limit_s, bool json, bool first,
+                                const size_t counts[6]) {
+  char detail[160];
+  snprintf(detail, sizeof(detail),
+           "still running after %.0f s: a wait inside the plugin that never "
+           "returns? Stopping.",
+           limit_s);
+  if (!json) {
+    snprintf(out, size, "%-11s  %-28s  %s\n", "FAIL", name, detail);
+    return;
+  }
+  char quoted[256];
+  conform_json_quote(quoted, sizeof(quoted), name);
+  snprintf(out, size,
+           "%s\n  {\"name\": %s, \"result\": \"FAIL\", \"detail\": \"%s\"}"
+           "\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, "
+           "\"expected_failures\": %zu, \"unexpected_passes\": %zu}\n",
+           first ? "" : ",", quoted, detail, counts[CONFORM_PASS],
+           counts[CONFORM_FAIL] + counts[CONFORM_XPASS] + 1,
+           counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED],
+           counts[CONFORM_XFAIL], counts[CONFORM_XPASS]);
 }
 
 // Finds the load-report entry of the plugin under test: by real path for
@@ -406,9 +457,10 @@ int main(int argc, char** argv) {
   // blocks past every wait's deadline, many times over, is stuck in the
   // plugin: 10 x --timeout + 60 s (160 s by default); the setup and the
   // teardown get as long.
-  conform_crash_guard_install(args.check_limit_s > 0
-                                  ? args.check_limit_s
-                                  : 10.0 * args.timeout_s + 60.0);
+  const double check_limit = args.check_limit_s > 0
+                                 ? args.check_limit_s
+                                 : 10.0 * args.timeout_s + 60.0;
+  conform_crash_guard_install(check_limit);
   static conform_ctx_t ctx;  // large; static keeps it off the stack
   static char real_plugin[PATH_MAX];
   accel_plugin_report_t report = {0};
@@ -418,7 +470,7 @@ int main(int argc, char** argv) {
     accel_shutdown();
     return rc;
   }
-  conform_crash_guard_check(NULL);
+  conform_crash_guard_check(NULL, NULL);
   ctx.plugin_path = report.path;
   ctx.timeout_s = args.timeout_s;
   ctx.seed = args.seed;
@@ -478,10 +530,13 @@ int main(int argc, char** argv) {
     if (!conform_selected(&args, check->name)) continue;
     ctx.detail[0] = '\0';
     ctx.hung = false;
-    conform_crash_guard_check(check->name);
+    char hang[640];
+    conform_hang_report(hang, sizeof(hang), check->name, check_limit,
+                        args.json, first, counts);
+    conform_crash_guard_check(check->name, hang);
     conform_result_t result = check->fn(&ctx, check->arg);
     conform_release_tracked(&ctx);
-    conform_crash_guard_check(NULL);
+    conform_crash_guard_check(NULL, NULL);
     if (result == CONFORM_UNSUPPORTED && args.require_ops &&
         strncmp(check->name, "ops.", 4) == 0) {
       char detail[sizeof(ctx.detail)];
