@@ -277,9 +277,51 @@ static void conform_json_quote(char* out, size_t size, const char* s) {
   out[used] = '\0';
 }
 
+// One check's report into `out`: its text line, or its JSON object (after
+// a comma unless it is the first).
+static void conform_format_result(char* out, size_t size, bool json,
+                                  bool first, const char* name,
+                                  const char* result, const char* detail) {
+  if (!json) {
+    snprintf(out, size, "%-11s  %-28s  %s\n", result, name, detail);
+    return;
+  }
+  char quoted_name[256], quoted_result[32];
+  char quoted_detail[sizeof(((conform_ctx_t*)0)->detail) * 6 + 3];
+  conform_json_quote(quoted_name, sizeof(quoted_name), name);
+  conform_json_quote(quoted_result, sizeof(quoted_result), result);
+  conform_json_quote(quoted_detail, sizeof(quoted_detail), detail);
+  snprintf(out, size, "%s\n  {\"name\": %s, \"result\": %s, \"detail\": %s}",
+           first ? "" : ",", quoted_name, quoted_result, quoted_detail);
+}
+
+// The run's closing into `out`: the counts line, or the end of the JSON
+// document with the counts.
+static void conform_format_summary(char* out, size_t size, bool json,
+                                   const size_t counts[6]) {
+  size_t passed = counts[CONFORM_PASS];
+  size_t failed = counts[CONFORM_FAIL] + counts[CONFORM_XPASS];
+  size_t skipped = counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED];
+  size_t xfail = counts[CONFORM_XFAIL], xpass = counts[CONFORM_XPASS];
+  if (json) {
+    snprintf(out, size,
+             "\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, "
+             "\"expected_failures\": %zu, \"unexpected_passes\": %zu}\n",
+             passed, failed, skipped, xfail, xpass);
+  } else if (xfail + xpass > 0) {
+    snprintf(out, size,
+             "%zu passed, %zu failed, %zu skipped, %zu expected failures, "
+             "%zu unexpectedly passed\n",
+             passed, failed, skipped, xfail, xpass);
+  } else {
+    snprintf(out, size, "%zu passed, %zu failed, %zu skipped\n", passed,
+             failed, skipped);
+  }
+}
+
 // The line the watchdog writes to stdout if `name` is still running after
-// `limit_s`: its FAIL report line, and in JSON the rest of the document
-// (the counts so far, this check failed), so the output stays whole.
+// `limit_s`: its FAIL report, and in JSON the rest of the document (the
+// counts so far, this check failed), so the output stays whole.
 static void conform_hang_report(char* out, size_t size, const char* name,
                                 double limit_s, bool json, bool first,
                                 const size_t counts[6]) {
@@ -288,20 +330,14 @@ static void conform_hang_report(char* out, size_t size, const char* name,
            "still running after %.0f s: a wait inside the plugin that never "
            "returns? Stopping.",
            limit_s);
-  if (!json) {
-    snprintf(out, size, "%-11s  %-28s  %s\n", "FAIL", name, detail);
-    return;
-  }
-  char quoted[256];
-  conform_json_quote(quoted, sizeof(quoted), name);
-  snprintf(out, size,
-           "%s\n  {\"name\": %s, \"result\": \"FAIL\", \"detail\": \"%s\"}"
-           "\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, "
-           "\"expected_failures\": %zu, \"unexpected_passes\": %zu}\n",
-           first ? "" : ",", quoted, detail, counts[CONFORM_PASS],
-           counts[CONFORM_FAIL] + counts[CONFORM_XPASS] + 1,
-           counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED],
-           counts[CONFORM_XFAIL], counts[CONFORM_XPASS]);
+  conform_format_result(out, size, json, first, name,
+                        conform_result_names[CONFORM_FAIL], detail);
+  if (!json) return;
+  size_t with_it[6];
+  memcpy(with_it, counts, sizeof(with_it));
+  with_it[CONFORM_FAIL]++;
+  size_t used = strlen(out);
+  conform_format_summary(out + used, size - used, json, with_it);
 }
 
 // Finds the load-report entry of the plugin under test: by real path for
@@ -556,37 +592,18 @@ int main(int argc, char** argv) {
                               reason);
     }
     counts[result]++;
-    if (args.json) {
-      printf("%s\n  {\"name\": ", first ? "" : ",");
-      conform_json_string(check->name);
-      printf(", \"result\": ");
-      conform_json_string(conform_result_names[result]);
-      printf(", \"detail\": ");
-      conform_json_string(ctx.detail);
-      printf("}");
-    } else {
-      printf("%-11s  %-28s  %s\n", conform_result_names[result], check->name,
-             ctx.detail);
-    }
+    static char line[sizeof(ctx.detail) * 6 + 512];
+    conform_format_result(line, sizeof(line), args.json, first, check->name,
+                          conform_result_names[result], ctx.detail);
+    fputs(line, stdout);
     fflush(stdout);
     first = false;
   }
-  size_t passed = counts[CONFORM_PASS];
-  size_t failed = counts[CONFORM_FAIL] + counts[CONFORM_XPASS];
-  size_t skipped = counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED];
-  size_t xfail = counts[CONFORM_XFAIL], xpass = counts[CONFORM_XPASS];
-  if (args.json) {
-    printf("\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, "
-           "\"expected_failures\": %zu, \"unexpected_passes\": %zu}\n",
-           passed, failed, skipped, xfail, xpass);
-  } else if (xfail + xpass > 0) {
-    printf("%zu passed, %zu failed, %zu skipped, %zu expected failures, %zu "
-           "unexpectedly passed\n",
-           passed, failed, skipped, xfail, xpass);
-  } else {
-    printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
-  }
+  char summary[256];
+  conform_format_summary(summary, sizeof(summary), args.json, counts);
+  fputs(summary, stdout);
   fflush(stdout);
+  size_t failed = counts[CONFORM_FAIL] + counts[CONFORM_XPASS];
   rc = failed > 0 ? CONFORM_EXIT_FAILED : 0;
   if (ctx.tainted) {
     // Work that never completed still holds handles; shutting down would
