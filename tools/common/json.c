@@ -4,7 +4,9 @@
 #include "json.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 void json_writer_init(json_writer_t* w, FILE* out) {
   w->out = out;
@@ -83,6 +85,15 @@ void json_bool(json_writer_t* w, bool v) {
   fputs(v ? "true" : "false", w->out);
 }
 
+void json_double(json_writer_t* w, double v) {
+  json_before_item(w);
+  if (isfinite(v)) {
+    fprintf(w->out, "%.6g", v);
+  } else {
+    fputs("null", w->out);
+  }
+}
+
 void json_null(json_writer_t* w) {
   json_before_item(w);
   fputs("null", w->out);
@@ -117,28 +128,60 @@ static size_t json_utf8_length(const unsigned char* s) {
   return n;
 }
 
+// The escaped form of the character at `p` into `piece` (room for 7
+// bytes): returns its length, and in `*used` the bytes of `p` it stands for.
+static size_t json_escape_step(const unsigned char* p, char* piece,
+                               size_t* used) {
+  unsigned char c = *p;
+  *used = 1;
+  if (c == '"' || c == '\\') {
+    piece[0] = '\\';
+    piece[1] = (char)c;
+    return 2;
+  }
+  if (c < 0x20 || c == 0x7f) {
+    return (size_t)snprintf(piece, 7, "\\u%04x", c);
+  }
+  size_t n = json_utf8_length(p);
+  if (n == 0) {
+    memcpy(piece, "\\ufffd", 6);
+    return 6;
+  }
+  memcpy(piece, p, n);
+  *used = n;
+  return n;
+}
+
 void json_write_escaped(FILE* out, const char* s) {
   const unsigned char* p = (const unsigned char*)s;
   fputc('"', out);
   while (*p != '\0') {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      fputc('\\', out);
-      fputc(c, out);
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      fprintf(out, "\\u%04x", c);
-      p++;
-    } else {
-      size_t n = json_utf8_length(p);
-      if (n == 0) {
-        fputs("\\ufffd", out);
-        p++;
-      } else {
-        fwrite(p, 1, n, out);
-        p += n;
-      }
-    }
+    char piece[8];
+    size_t used;
+    fwrite(piece, 1, json_escape_step(p, piece, &used), out);
+    p += used;
   }
   fputc('"', out);
+}
+
+size_t json_escape_into(char* out, size_t size, const char* s) {
+  if (size < 3) {
+    if (size > 0) out[0] = '\0';
+    return 0;
+  }
+  const unsigned char* p = (const unsigned char*)s;
+  size_t n = 0;
+  out[n++] = '"';
+  while (*p != '\0') {
+    char piece[8];
+    size_t used;
+    size_t len = json_escape_step(p, piece, &used);
+    if (n + len + 2 > size) break;  // room for the quote and the NUL
+    memcpy(out + n, piece, len);
+    n += len;
+    p += used;
+  }
+  out[n++] = '"';
+  out[n] = '\0';
+  return n;
 }

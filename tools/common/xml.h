@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 //
 // XML text for the tools' SVG output (accel-bench --plot, accel-memviz):
-// one escaping rule, shared like json.c.
-#ifndef ACCEL_TOOLS_ACCEL_INFO_XML_H_
-#define ACCEL_TOOLS_ACCEL_INFO_XML_H_
+// one escaping rule (tools/common, beside the JSON writer).
+#ifndef ACCEL_TOOLS_COMMON_XML_H_
+#define ACCEL_TOOLS_COMMON_XML_H_
 
 #include <stdio.h>
 
@@ -11,4 +11,4 @@
 // control characters (not allowed in XML 1.0) written as spaces.
 void xml_text(FILE* out, const char* text);
 
-#endif  // ACCEL_TOOLS_ACCEL_INFO_XML_H_
+#endif  // ACCEL_TOOLS_COMMON_XML_H_

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 //
-// A minimal streaming JSON writer for accel-info: it tracks nesting and
-// commas so that callers cannot produce malformed output, pretty-prints
-// with two-space indents, and escapes strings per RFC 8259.
-#ifndef ACCEL_TOOLS_ACCEL_INFO_JSON_H_
-#define ACCEL_TOOLS_ACCEL_INFO_JSON_H_
+// The tools' JSON (accel-info --json, accel-bench --json, accel-conform
+// --json): a minimal streaming writer that tracks nesting and commas so
+// that callers cannot produce malformed output, pretty-prints with
+// two-space indents, and escapes strings per RFC 8259. Not thread-safe: a
+// writer belongs to one thread.
+#ifndef ACCEL_TOOLS_COMMON_JSON_H_
+#define ACCEL_TOOLS_COMMON_JSON_H_
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -24,7 +27,7 @@ typedef struct json_writer {
 void json_writer_init(json_writer_t* w, FILE* out);
 
 // Opens/closes an object or array. Nesting beyond JSON_MAX_DEPTH is
-// ignored (accel-info never nests that deep).
+// ignored (no tool nests that deep).
 void json_begin_object(json_writer_t* w);
 void json_end_object(json_writer_t* w);
 void json_begin_array(json_writer_t* w);
@@ -38,6 +41,9 @@ void json_string(json_writer_t* w, const char* s);
 void json_uint(json_writer_t* w, uint64_t v);
 void json_int(json_writer_t* w, int64_t v);
 void json_bool(json_writer_t* w, bool v);
+// `v` with six significant digits; NaN and infinities (no JSON number
+// stands for them) as null.
+void json_double(json_writer_t* w, double v);
 void json_null(json_writer_t* w);
 
 // Writes `s` as a quoted JSON string to `out`: '"' and '\' are escaped,
@@ -46,4 +52,13 @@ void json_null(json_writer_t* w);
 // is always valid JSON in valid UTF-8.
 void json_write_escaped(FILE* out, const char* s);
 
-#endif  // ACCEL_TOOLS_ACCEL_INFO_JSON_H_
+// The same quoted string into `out` (`size` bytes, NUL-terminated), for
+// text that must be ready before it is written (accel-conform prepares the
+// line its watchdog writes from a signal-safe context). A string that does
+// not fit is cut short before the first character that would not fit, never
+// inside an escape or a UTF-8 sequence, and still closed by its quote.
+// Returns the length written (without the NUL); with `size` below 3 (no
+// room for "") it writes at most the NUL and returns 0.
+size_t json_escape_into(char* out, size_t size, const char* s);
+
+#endif  // ACCEL_TOOLS_COMMON_JSON_H_
