@@ -29,6 +29,7 @@
 
 #include "conform.h"
 #include "options.h"
+#include "report.h"
 
 #define CONFORM_EXIT_FAILED 1
 #define CONFORM_EXIT_USAGE 2
@@ -50,9 +51,6 @@ typedef struct conform_args {
   bool list;
   bool require_ops;
 } conform_args_t;
-
-static const char* const conform_result_names[] = {
-    "PASS", "FAIL", "SKIP", "UNSUPPORTED", "XFAIL", "XPASS"};
 
 static void conform_usage(FILE* out) {
   fprintf(out,
@@ -236,108 +234,6 @@ static bool conform_selected(const conform_args_t* args, const char* name) {
     return fnmatch(args->filter, name, 0) == 0;
   }
   return strstr(name, args->filter) != NULL;
-}
-
-// Writes `c` as it goes inside a JSON string to `out` (room for 7 bytes);
-// returns the bytes written.
-static int conform_json_char(char* out, unsigned char c) {
-  if (c == '"' || c == '\\') {
-    out[0] = '\\';
-    out[1] = (char)c;
-    return 2;
-  }
-  if (c < 0x20) return snprintf(out, 7, "\\u%04x", c);
-  out[0] = (char)c;
-  return 1;
-}
-
-static void conform_json_string(const char* s) {
-  putchar('"');
-  for (; *s; s++) {
-    char piece[8];
-    fwrite(piece, 1, (size_t)conform_json_char(piece, (unsigned char)*s),
-           stdout);
-  }
-  putchar('"');
-}
-
-// `s` as a JSON string, quoted, into `out` (cut short to fit `size`).
-static void conform_json_quote(char* out, size_t size, const char* s) {
-  size_t used = 0;
-  if (size < 3) return;
-  out[used++] = '"';
-  for (; *s; s++) {
-    char piece[8];
-    int n = conform_json_char(piece, (unsigned char)*s);
-    if (used + (size_t)n + 2 > size) break;
-    memcpy(out + used, piece, (size_t)n);
-    used += (size_t)n;
-  }
-  out[used++] = '"';
-  out[used] = '\0';
-}
-
-// One check's report into `out`: its text line, or its JSON object (after
-// a comma unless it is the first).
-static void conform_format_result(char* out, size_t size, bool json,
-                                  bool first, const char* name,
-                                  const char* result, const char* detail) {
-  if (!json) {
-    snprintf(out, size, "%-11s  %-28s  %s\n", result, name, detail);
-    return;
-  }
-  char quoted_name[256], quoted_result[32];
-  char quoted_detail[sizeof(((conform_ctx_t*)0)->detail) * 6 + 3];
-  conform_json_quote(quoted_name, sizeof(quoted_name), name);
-  conform_json_quote(quoted_result, sizeof(quoted_result), result);
-  conform_json_quote(quoted_detail, sizeof(quoted_detail), detail);
-  snprintf(out, size, "%s\n  {\"name\": %s, \"result\": %s, \"detail\": %s}",
-           first ? "" : ",", quoted_name, quoted_result, quoted_detail);
-}
-
-// The run's closing into `out`: the counts line, or the end of the JSON
-// document with the counts.
-static void conform_format_summary(char* out, size_t size, bool json,
-                                   const size_t counts[6]) {
-  size_t passed = counts[CONFORM_PASS];
-  size_t failed = counts[CONFORM_FAIL] + counts[CONFORM_XPASS];
-  size_t skipped = counts[CONFORM_SKIP] + counts[CONFORM_UNSUPPORTED];
-  size_t xfail = counts[CONFORM_XFAIL], xpass = counts[CONFORM_XPASS];
-  if (json) {
-    snprintf(out, size,
-             "\n], \"passed\": %zu, \"failed\": %zu, \"skipped\": %zu, "
-             "\"expected_failures\": %zu, \"unexpected_passes\": %zu}\n",
-             passed, failed, skipped, xfail, xpass);
-  } else if (xfail + xpass > 0) {
-    snprintf(out, size,
-             "%zu passed, %zu failed, %zu skipped, %zu expected failures, "
-             "%zu unexpectedly passed\n",
-             passed, failed, skipped, xfail, xpass);
-  } else {
-    snprintf(out, size, "%zu passed, %zu failed, %zu skipped\n", passed,
-             failed, skipped);
-  }
-}
-
-// The line the watchdog writes to stdout if `name` is still running after
-// `limit_s`: its FAIL report, and in JSON the rest of the document (the
-// counts so far, this check failed), so the output stays whole.
-static void conform_hang_report(char* out, size_t size, const char* name,
-                                double limit_s, bool json, bool first,
-                                const size_t counts[6]) {
-  char detail[160];
-  snprintf(detail, sizeof(detail),
-           "still running after %.0f s: a wait inside the plugin that never "
-           "returns? Stopping.",
-           limit_s);
-  conform_format_result(out, size, json, first, name,
-                        conform_result_names[CONFORM_FAIL], detail);
-  if (!json) return;
-  size_t with_it[6];
-  memcpy(with_it, counts, sizeof(with_it));
-  with_it[CONFORM_FAIL]++;
-  size_t used = strlen(out);
-  conform_format_summary(out + used, size - used, json, with_it);
 }
 
 // Finds the load-report entry of the plugin under test: by real path for
@@ -540,14 +436,9 @@ int main(int argc, char** argv) {
   }
 
   if (args.json) {
-    printf("{\"plugin\": ");
-    conform_json_string(report.path);
-    printf(", \"device\": ");
-    conform_json_string(accel_device_uri(ctx.device));
-    printf(", \"reference\": ");
-    conform_json_string(ctx.reference ? accel_device_uri(ctx.reference)
-                                      : "host");
-    printf(", \"checks\": [");
+    conform_json_begin(report.path, accel_device_uri(ctx.device),
+                       ctx.reference ? accel_device_uri(ctx.reference)
+                                     : "host");
   } else {
     printf("accel-conform: %s (%s %s) on %s, reference %s\n", report.path,
            report.name, report.version, accel_device_uri(ctx.device),
@@ -594,7 +485,7 @@ int main(int argc, char** argv) {
     counts[result]++;
     static char line[sizeof(ctx.detail) * 6 + 512];
     conform_format_result(line, sizeof(line), args.json, first, check->name,
-                          conform_result_names[result], ctx.detail);
+                          result, ctx.detail);
     fputs(line, stdout);
     fflush(stdout);
     first = false;
