@@ -45,8 +45,9 @@
 
 #include "gemm_kernel.h"
 
-// Rows of C per f32 accumulation tile when an f16/bf16 C takes several k
-// blocks (the tile is ACCEL_CPU_GK_MC x nq floats: 1 MiB with AVX-512).
+// Rows of C per f32 accumulation tile, at most (before rounding up to whole
+// slivers), when an f16/bf16 C takes several k blocks (the tile is
+// ACCEL_CPU_GK_MC x nq floats: 1 MiB with AVX-512).
 #define ACCEL_CPU_GK_MC 1024u
 // Bytes of packed B (every k block) up to which an f16/bf16 C is written
 // once, from the registers, instead of through an f32 tile: half the L2
@@ -286,7 +287,15 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
   // slower for f32).
   const uint32_t group = g->trans_a ? ACCEL_CPU_GK_SLIVERS * mr : mr;
   const uint32_t tile = mr * nr;
-  uint64_t mc = j->c32 ? ACCEL_CPU_GK_MC / mr * mr : m1 - m0;
+  // Through an f32 tile, the rows go in chunks of at most
+  // ACCEL_CPU_GK_MC (rounded up to whole slivers), as even as can be: each
+  // chunk packs every B block again, and 2048 rows in chunks of 1020 left
+  // a third of 8 rows that did so for less than one sliver.
+  uint64_t mc = m1 - m0;
+  if (j->c32) {
+    uint64_t chunks = (mc + ACCEL_CPU_GK_MC - 1) / ACCEL_CPU_GK_MC;
+    mc = ((mc + chunks - 1) / chunks + mr - 1) / mr * mr;
+  }
   for (uint64_t jq = n0; jq < n1; jq += isa->nq) {
     uint32_t nq = (uint32_t)(n1 - jq < isa->nq ? n1 - jq : isa->nq);
     for (uint64_t ic = m0; ic < m1; ic += mc) {
@@ -373,7 +382,7 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
   // `step` B blocks; room for `step` groups of ACCEL_CPU_GK_SLIVERS A
   // slivers (rows isa->kc apart; a plain A uses the first of each), two
   // tiles, the f32 rows.
-  uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC : 0;
+  uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC + isa->mr - 1 : 0;  // a chunk
   if (rows_c32 > g->m) rows_c32 = g->m;
   j.task_bytes = j.b_bytes * step +
                  accel_cpu_f32_bytes(

@@ -241,12 +241,16 @@ TEST(engine_is_named_and_large_products_agree) {
   // while B's blocks fit half the L2 (130 x 30 x 700: 88 KiB of B, under
   // half of any L2 today; 130 x 70 x 1100: 422 KiB, on this side of it
   // where L2 is 1 MiB or more), else through an f32 tile (40 x 300 x 5000:
-  // 5 MiB of B).
-  static const size_t half_shapes[][3] = {
-      {77, 101, 300}, {130, 30, 700}, {130, 70, 1100}, {40, 300, 5000}};
+  // 5 MiB of B; 1100 x 260 x 4200, 4.3 MiB of B, in two chunks of rows
+  // since the tile holds 1024 or so).
+  static const size_t half_shapes[][3] = {{77, 101, 300},
+                                          {130, 30, 700},
+                                          {130, 70, 1100},
+                                          {40, 300, 5000},
+                                          {1100, 260, 4200}};
   static const accel_dtype_t halves[] = {ACCEL_DTYPE_F16, ACCEL_DTYPE_BF16};
   for (size_t h = 0; h < 2; h++) {
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < sizeof(half_shapes) / sizeof(half_shapes[0]); i++) {
       for (int t = 0; t < 4; t++) {
         for (int cf = 0; cf < 2; cf++) {
           ASSERT_OK(check_gemm(&c, halves[h], cf ? ACCEL_DTYPE_F32 : halves[h],
