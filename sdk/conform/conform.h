@@ -82,6 +82,9 @@ const conform_check_t* conform_order_checks(size_t* out_count);
 const conform_check_t* conform_ops_checks(size_t* out_count);
 // Activations, bias-add, strided-batched GEMM (conform_ops_nn.c).
 const conform_check_t* conform_ops_nn_checks(size_t* out_count);
+// NaN payloads, signed zeros and i32 limits through fill, cast, add
+// (conform_specials.c).
+const conform_check_t* conform_specials_checks(size_t* out_count);
 const conform_check_t* conform_kernel_checks(size_t* out_count);
 const conform_check_t* conform_launch_checks(size_t* out_count);
 const conform_check_t* conform_sync_checks(size_t* out_count);

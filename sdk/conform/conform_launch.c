@@ -4,9 +4,12 @@
 // there): buffer arguments at non-zero and odd offsets (refused with
 // UNSUPPORTED where the device needs an aligned offset, ABI 1.3), 2D and
 // 3D grids, value arguments of 1 to 24 bytes, dynamic shared memory, and
-// arguments taken at enqueue, not when a queued launch runs.
+// arguments taken at enqueue, not when a queued launch runs, and (CPU-ABI
+// modules only) the block context a host kernel is given.
 // Each check is skipped when the device runs no custom kernels or its test
 // module lacks the kernel.
+#include <accel/cpu_kernel.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -306,12 +309,106 @@ static conform_result_t conform_launch_shared(conform_ctx_t* ctx,
                         shared);
 }
 
+// One launch of accel_conform_ctx over `grid` blocks of `block` with
+// `shared` bytes of dynamic shared memory; every block's record must say
+// what <accel/cpu_kernel.h> promises.
+static conform_result_t conform_launch_ctx_once(conform_ctx_t* ctx,
+                                                accel_kernel_t* kernel,
+                                                const uint32_t grid[3],
+                                                const uint32_t block[3],
+                                                uint32_t shared) {
+  enum { WORDS = 13 };
+  uint32_t blocks = grid[0] * grid[1] * grid[2];
+  size_t bytes = (size_t)blocks * WORDS * sizeof(uint32_t);
+  uint32_t* rec = conform_alloc(ctx, bytes);
+  if (rec == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  accel_buffer_t* out = NULL;
+  accel_status_t status = conform_buffer(ctx, ctx->device, bytes, &out);
+  if (status == ACCEL_OK) status = accel_buffer_fill(out, 0, 0, bytes);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  accel_kernel_arg_t args[4] = {
+      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = out},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &grid[0]},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &grid[1]},
+      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &blocks},
+  };
+  char what[96];
+  snprintf(what, sizeof(what), "grid %ux%ux%u of blocks %ux%ux%u, %u shared",
+           grid[0], grid[1], grid[2], block[0], block[1], block[2], shared);
+  conform_result_t r =
+      conform_launch_run(ctx, kernel, grid, block, shared, 4, args, what);
+  if (r != CONFORM_PASS) return r;
+  status = accel_buffer_read(out, 0, rec, bytes);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
+  static const char* const field[] = {
+      "calls",        "block_idx[0]", "block_idx[1]", "block_idx[2]",
+      "grid_dim[0]",  "grid_dim[1]",  "grid_dim[2]",  "block_dim[0]",
+      "block_dim[1]", "block_dim[2]", "struct_size",  "shared_mem % 64",
+      "shared_mem_bytes"};
+  uint32_t min_size =
+      (uint32_t)(offsetof(accel_cpu_kernel_ctx_t, worker) + sizeof(uint32_t));
+  for (uint32_t b = 0; b < blocks; b++) {
+    const uint32_t* got = rec + (size_t)b * WORDS;
+    uint32_t want[WORDS] = {1,
+                            b % grid[0],
+                            b / grid[0] % grid[1],
+                            b / (grid[0] * grid[1]),
+                            grid[0],
+                            grid[1],
+                            grid[2],
+                            block[0],
+                            block[1],
+                            block[2],
+                            got[10],
+                            shared != 0 ? 0u : 0xffffffffu,
+                            shared};
+    if (got[10] < min_size) want[10] = min_size;
+    for (int w = 0; w < WORDS; w++) {
+      if (got[w] == want[w]) continue;
+      return conform_report(
+          ctx, CONFORM_FAIL,
+          "%s: block (%u, %u, %u) saw %s %u, expected %s%u "
+          "(<accel/cpu_kernel.h>: every block runs once, grid_dim and "
+          "block_dim are the launch's, shared_mem is 64-byte aligned with "
+          "the launch's size, NULL and 0 without)",
+          what, want[1], want[2], want[3], field[w], got[w],
+          w == 10 ? "at least " : "", want[w]);
+    }
+  }
+  return CONFORM_PASS;
+}
+
+// The context of a CPU-ABI kernel (<accel/cpu_kernel.h>); the kernel is in
+// the host test module only, so other targets SKIP.
+static conform_result_t conform_launch_cpu_ctx(conform_ctx_t* ctx,
+                                               const void* arg) {
+  (void)arg;
+  char path[1024] = "";
+  accel_kernel_t* kernel = NULL;
+  CONFORM_GET_KERNEL(ctx, "accel_conform_ctx", kernel, path);
+  static const uint32_t g3[3] = {3, 2, 2}, b3[3] = {5, 3, 2};
+  static const uint32_t g1[3] = {4, 1, 1}, b1[3] = {1, 1, 1};
+  uint32_t shared = 100;  // not a multiple of 64
+  if (ctx->info.max_shared_mem_bytes != 0 &&
+      ctx->info.max_shared_mem_bytes < shared) {
+    shared = 0;
+  }
+  conform_result_t r = conform_launch_ctx_once(ctx, kernel, g3, b3, shared);
+  if (r == CONFORM_PASS) r = conform_launch_ctx_once(ctx, kernel, g1, b1, 0);
+  if (r != CONFORM_PASS) return r;
+  return conform_report(ctx, CONFORM_PASS,
+                        "3x2x2 blocks of 5x3x2 with %u bytes of shared "
+                        "memory, 4 blocks without",
+                        shared);
+}
+
 static const conform_check_t conform_launches[] = {
     {"launch.offsets", conform_launch_offsets, NULL},
     {"launch.grids", conform_launch_grids, NULL},
     {"launch.value_args", conform_launch_value_args, NULL},
     {"launch.shared_mem", conform_launch_shared, NULL},
     {"launch.args_at_enqueue", conform_launch_args_at_enqueue, NULL},
+    {"launch.cpu_ctx", conform_launch_cpu_ctx, NULL},
 };
 
 const conform_check_t* conform_launch_checks(size_t* out_count) {

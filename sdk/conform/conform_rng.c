@@ -3,7 +3,8 @@
 // Random fills (op_rng, ABI 1.3): every distribution and dtype must give
 // exactly the bytes of <accel/philox.h>, the reference every backend runs,
 // including a fill that ends inside a Philox block, one that starts past
-// the buffer's first element, a counter that carries past 2^64, and one
+// the buffer's first element (the elements before and after the fill must
+// stay untouched), a counter that carries past 2^64, and one
 // fill of 2^20 + 2^16 + 13 elements: past the pieces a backend splits a
 // fill into (a CPU thread pool's chunks, a grid capped in size whose work
 // items loop), whose later pieces a small fill never reaches. The
@@ -17,6 +18,9 @@
 #include "conform.h"
 
 enum { CONFORM_RNG_COUNT = 1001 };
+// Elements checked after a fill (a batch of 16 Philox blocks written whole
+// reaches 63 past the end), and the byte they hold.
+enum { CONFORM_RNG_AFTER = 64, CONFORM_RNG_GUARD = 0xa5 };
 
 typedef struct conform_rng_case {
   uint32_t distribution;
@@ -89,17 +93,58 @@ static accel_status_t conform_rng_enqueue(accel_stream_t* s, accel_buffer_t* b,
                              c->a, c->b);
 }
 
+// Whether the guard bytes before and after a fill kept their pattern; if
+// not, writes the detail (the first changed element) and returns false.
+static bool conform_rng_guards(conform_ctx_t* ctx, accel_buffer_t* buffer,
+                               size_t start, size_t end, size_t size,
+                               size_t elem) {
+  unsigned char* got = conform_alloc(ctx, size);
+  unsigned char* want = conform_alloc(ctx, size);
+  if (got == NULL || want == NULL) {
+    conform_report(ctx, CONFORM_FAIL, "out of host memory");
+    return false;
+  }
+  memset(want, CONFORM_RNG_GUARD, size);
+  accel_status_t status = accel_buffer_read(buffer, 0, got, start);
+  if (status == ACCEL_OK) {
+    status = accel_buffer_read(buffer, end, got + end, size - end);
+  }
+  if (status != ACCEL_OK) {
+    conform_fail_status(ctx, status, "read the guards");
+    return false;
+  }
+  for (size_t i = 0; i < size; i += elem) {
+    if (i == start) i = end;
+    if (i < size && memcmp(got + i, want + i, elem) != 0) {
+      long long index = ((long long)i - (long long)start) / (long long)elem;
+      conform_report(ctx, CONFORM_FAIL,
+                     "wrote element %lld of a fill of %zu elements (outside "
+                     "dst[0, count): a last Philox block or batch written "
+                     "whole, or one started before dst)",
+                     index, (end - start) / elem);
+      return false;
+    }
+  }
+  return true;
+}
+
 static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   const conform_rng_case_t* c = arg;
   size_t elem = accel_dtype_size(c->dtype);
   size_t start = 3 * elem;
   size_t count = c->count != 0 ? c->count : CONFORM_RNG_COUNT;
+  // Guards: the 3 elements before the fill and CONFORM_RNG_AFTER after it.
+  size_t end = start + count * elem, size = end + CONFORM_RNG_AFTER * elem;
   accel_stream_t* stream = NULL;
   accel_buffer_t* buffer = NULL;
+  unsigned char* init = conform_alloc(ctx, size);
+  if (init == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  memset(init, CONFORM_RNG_GUARD, size);
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
   if (status == ACCEL_OK) {
-    status = conform_buffer(ctx, ctx->device, start + count * elem, &buffer);
+    status = conform_buffer(ctx, ctx->device, size, &buffer);
   }
+  if (status == ACCEL_OK) status = accel_buffer_write(buffer, 0, init, size);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   uint64_t seed = ctx->seed ^ 0x5eed5eed5eedull;
   status = conform_rng_enqueue(stream, buffer, start, c, seed, count);
@@ -113,9 +158,12 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   conform_result_t result =
       conform_rng_compare(ctx, buffer, start, c, seed, c->offset, count);
   if (result != CONFORM_PASS) return result;
+  if (!conform_rng_guards(ctx, buffer, start, end, size, elem)) {
+    return CONFORM_FAIL;
+  }
   return conform_report(ctx, CONFORM_PASS,
                         "%zu elements from offset %llu identical to "
-                        "<accel/philox.h>",
+                        "<accel/philox.h>, none written around them",
                         count, (unsigned long long)c->offset);
 }
 

@@ -89,6 +89,37 @@ ACCEL_CPU_KERNEL(accel_conform_shared) {
   for (uint32_t t = 0; t < n; t++) out[(size_t)b * n + t] = shared[n - 1 - t];
 }
 
+// args: uint32_t* out, uint32_t gx, uint32_t gy, uint32_t blocks
+// CPU ABI only: what the block's context says. Block (x, y, z) of a grid
+// the caller describes as gx * gy * (blocks / (gx * gy)) writes 13 words
+// at out[13 * (x + gx * (y + gy * z))]: the number of calls for that block
+// so far plus one, block_idx, grid_dim, block_dim, struct_size,
+// shared_mem % 64 (0xffffffff for NULL) and shared_mem_bytes. Blocks
+// outside the described grid write nothing.
+ACCEL_CPU_KERNEL(accel_conform_ctx) {
+  uint32_t* out = *(uint32_t* const*)args[0];
+  uint32_t gx = *(const uint32_t*)args[1];
+  uint32_t gy = *(const uint32_t*)args[2];
+  uint32_t blocks = *(const uint32_t*)args[3];
+  if (ctx->block_idx[0] >= gx || ctx->block_idx[1] >= gy) return;
+  uint64_t b =
+      ctx->block_idx[0] +
+      (uint64_t)gx * (ctx->block_idx[1] + (uint64_t)gy * ctx->block_idx[2]);
+  if (b >= blocks) return;
+  uint32_t* rec = out + 13 * b;
+  rec[0] += 1;
+  for (int d = 0; d < 3; d++) {
+    rec[1 + d] = ctx->block_idx[d];
+    rec[4 + d] = ctx->grid_dim[d];
+    rec[7 + d] = ctx->block_dim[d];
+  }
+  rec[10] = ctx->struct_size;
+  rec[11] = ctx->shared_mem == NULL
+                ? 0xffffffffu
+                : (uint32_t)((uintptr_t)ctx->shared_mem % 64u);
+  rec[12] = ctx->shared_mem_bytes;
+}
+
 // args: uint32_t ms. Block 0 busy-waits `ms` milliseconds of host time.
 ACCEL_CPU_KERNEL(accel_conform_spin) {
   if (ctx->block_idx[0] != 0) return;
