@@ -94,6 +94,8 @@ const conform_check_t* conform_resource_checks(size_t* out_count);
 const conform_check_t* conform_resource_cycle_checks(size_t* out_count);
 const conform_check_t* conform_rng_checks(size_t* out_count);
 const conform_check_t* conform_graph_checks(size_t* out_count);
+// A captured memset and copies, launched twice (conform_graph_bytes.c).
+const conform_check_t* conform_graph_bytes_checks(size_t* out_count);
 // Stream priorities, host functions, blocking-sync events (conform_control.c).
 const conform_check_t* conform_control_checks(size_t* out_count);
 const conform_check_t* conform_interop_checks(size_t* out_count);

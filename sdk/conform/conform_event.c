@@ -5,10 +5,13 @@
 // returns (bounded, on a helper thread); re-recording replaces the capture;
 // timing events give non-negative, monotonic elapsed times when the device
 // claims event_timing (and the negative of one backwards), and are refused
-// as unsupported when it does not.
+// as unsupported when it does not; a previous record that completes after
+// the last one changes nothing; a timing event recorded again takes the
+// time of its new record.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "conform.h"
 
@@ -192,7 +195,16 @@ static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                           "(%.4f ms), expected ACCEL_ERROR_NOT_READY",
                           early);
   }
-  // plugin.h asks for NOT_READY; any error is taken (a time is not).
+  // plugin.h: NOT_READY if either has not completed; no other error fits
+  // two recorded timing events of one device, pending or not.
+  if (status != ACCEL_OK && status != ACCEL_ERROR_NOT_READY) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "elapsed right after the work was queued gave %s "
+                          "(%s): expected ACCEL_ERROR_NOT_READY while an "
+                          "event is pending, a time once both have "
+                          "completed (plugin.h)",
+                          accel_status_string(status), accel_last_error());
+  }
   status = conform_event_wait(ctx, e[2]);
   if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "timing event");
   status = conform_event_wait(ctx, plain);
@@ -244,12 +256,165 @@ static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                         t01, t02);
 }
 
+// Waits `ms` milliseconds of host time.
+static void conform_event_nap_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+// An event re-recorded on an idle stream while its previous record is
+// still queued behind work on a busy one. plugin.h: re-recording replaces
+// the previous capture, and query and synchronize follow the last record,
+// so the previous record completing later changes nothing: the event stays
+// complete, and its time (a timing event) stays that of the last record.
+// The previous record must still be pending when the last one has
+// completed; rounds of more work until it is (a device that finishes the
+// busy stream first proves nothing, and passes).
+static conform_result_t conform_event_rerecord_late(conform_ctx_t* ctx,
+                                                    const void* arg) {
+  (void)arg;
+  bool timing = (ctx->info.caps & ACCEL_DEVICE_CAP_EVENT_TIMING) != 0;
+  accel_event_flags_t flags = timing ? ACCEL_EVENT_TIMING : 0;
+  accel_stream_t* busy = NULL;
+  accel_stream_t* idle = NULL;
+  accel_event_t* e = NULL;
+  accel_event_t* start = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &busy);
+  if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &idle);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, flags, &e);
+  if (status == ACCEL_OK && timing) {
+    status = conform_event(ctx, ctx->device, flags, &start);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  for (int rounds = 8; rounds <= 64; rounds *= 2) {
+    status = conform_heavy_work(ctx, busy, rounds);
+    if (status == ACCEL_OK) status = accel_event_record(e, busy);
+    if (status == ACCEL_OK && timing) status = accel_event_record(start, idle);
+    if (status == ACCEL_OK) status = accel_event_record(e, idle);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "record");
+    status = conform_event_wait(ctx, e);
+    if (status != ACCEL_OK) {
+      return conform_fail_wait(ctx, status,
+                               "event re-recorded on an idle stream while "
+                               "its previous record is queued on a busy one");
+    }
+    float before = 0.0f;
+    if (timing) {
+      status = accel_event_elapsed_ms(start, e, &before);
+      if (status != ACCEL_OK) {
+        return conform_fail_status(ctx, status, "elapsed time");
+      }
+    }
+    bool busy_done = false;
+    status = accel_stream_query(busy, &busy_done);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "query");
+    status = conform_stream_sync(ctx, busy);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "busy stream");
+    if (busy_done) continue;  // the previous record was not late: again
+    // The previous record has completed now, after the last one.
+    bool done = false;
+    status = accel_event_query(e, &done);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "query");
+    if (!done) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "an event was complete, then not complete once "
+                            "its previous record (on a busy stream) "
+                            "completed: a record that completes late must "
+                            "not replace the newer one");
+    }
+    status = conform_event_sync(ctx, e);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "synchronize");
+    if (timing) {
+      float after = 0.0f;
+      status = accel_event_elapsed_ms(start, e, &after);
+      if (status != ACCEL_OK) {
+        return conform_fail_status(ctx, status, "elapsed time");
+      }
+      if (after != before) {
+        return conform_report(ctx, CONFORM_FAIL,
+                              "elapsed time to a completed event changed "
+                              "from %.4f to %.4f ms when its previous record "
+                              "completed later: the time is that of the last "
+                              "record",
+                              before, after);
+      }
+    }
+    return conform_report(ctx, CONFORM_PASS,
+                          "a previous record completing late changes "
+                          "nothing%s",
+                          timing ? ", elapsed time included" : "");
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "the busy stream always finished first: nothing to "
+                        "see");
+}
+
+// A timing event re-recorded later gets the time of its new record:
+// start and end recorded back to back, then end again after a nap, then
+// start again after another (cudaEventRecord stamps each record).
+static conform_result_t conform_event_elapsed_rerecord(conform_ctx_t* ctx,
+                                                       const void* arg) {
+  (void)arg;
+  if ((ctx->info.caps & ACCEL_DEVICE_CAP_EVENT_TIMING) == 0) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no event_timing");
+  }
+  enum { NAP_MS = 30 };
+  accel_stream_t* stream = NULL;
+  accel_event_t* start = NULL;
+  accel_event_t* end = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &start);
+  }
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &end);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  // 0: both; 1: `end` again after a nap; 2: `start` again after another.
+  accel_event_t* const again[3] = {NULL, end, start};
+  float ms[3] = {0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < 3; i++) {
+    if (i == 0) {
+      status = accel_event_record(start, stream);
+      if (status == ACCEL_OK) status = accel_event_record(end, stream);
+    } else {
+      conform_event_nap_ms(NAP_MS);
+      status = accel_event_record(again[i], stream);
+    }
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "record");
+    status = conform_stream_sync(ctx, stream);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+    status = accel_event_elapsed_ms(start, end, &ms[i]);
+    if (status != ACCEL_OK) {
+      return conform_fail_status(ctx, status, "elapsed time");
+    }
+  }
+  // Half a nap of slack each way, for any clock that keeps time.
+  if (!(ms[1] >= ms[0] + NAP_MS / 2) || !(ms[2] <= -(float)NAP_MS / 2)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "start->end %.4f ms; %.4f ms after end was "
+                          "recorded again %d ms later (expected %d more); "
+                          "%.4f ms after start was recorded again %d ms "
+                          "later still (expected below -%d): a record "
+                          "again must take a new time",
+                          ms[0], ms[1], NAP_MS, NAP_MS / 2, ms[2], NAP_MS,
+                          NAP_MS / 2);
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%.3f ms, %.3f ms after end again, %.3f ms after "
+                        "start again",
+                        ms[0], ms[1], ms[2]);
+}
+
 static const conform_check_t conform_events[] = {
     {"event.never_recorded", conform_event_never_recorded, NULL},
     {"event.record_query", conform_event_record_query, NULL},
     {"event.synchronize", conform_event_synchronize, NULL},
     {"event.rerecord", conform_event_rerecord, NULL},
     {"event.elapsed", conform_event_elapsed, NULL},
+    {"event.rerecord_late", conform_event_rerecord_late, NULL},
+    {"event.elapsed_rerecord", conform_event_elapsed_rerecord, NULL},
 };
 
 const conform_check_t* conform_event_checks(size_t* out_count) {
