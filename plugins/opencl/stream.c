@@ -7,14 +7,15 @@
 // record.
 //
 // OpenCL reports a failed command through its event's execution status,
-// through clFinish's result and, for commands after it, as the runtime
-// chooses (the specification leaves the queue and its context
-// implementation-defined once a command has terminated abnormally).
+// through a wait's result (clFinish, clWaitForEvents) and, for commands
+// after it, as the runtime chooses (the specification leaves the queue and
+// its context implementation-defined once a command has terminated
+// abnormally).
 // Copies, fills and launches are enqueued without an event of their own
 // (asking for one cost about 0.3 us per launch on PoCL); the stream keeps
 // the markers and barriers that records, waits and queries enqueue until
 // they are known to be complete, and the first one with a negative status,
-// or a failing clFinish, becomes the stream's sticky error, reported by
+// or a failing synchronize, becomes the stream's sticky error, reported by
 // every later synchronize and query. The list is pruned of completed
 // events whenever it fills, so it stays as long as the work in flight.
 //
@@ -244,17 +245,31 @@ void accel_opencl_stream_destroy(void* stream_ptr) {
 
 accel_status_t accel_opencl_stream_synchronize(void* stream_ptr) {
   accel_opencl_stream_t* stream = stream_ptr;
+  const accel_opencl_api_t* cl = stream->device->cl;
   uint64_t mark = accel_opencl_stream_mark(stream);
-  cl_int err = stream->device->cl->clFinish(stream->queue);
+  // A marker waited for, not clFinish: PoCL's clFinish waits until the
+  // queue is empty, so it never returns while another thread keeps the
+  // stream busy; plugin.h asks for the work enqueued so far
+  // (stream.synchronize_busy). On an in-order queue the marker completes
+  // when everything before it has.
+  cl_event marker = NULL;
+  cl_int err = cl->clEnqueueMarkerWithWaitList(stream->queue, 0, NULL, &marker);
+  if (err == CL_SUCCESS) err = cl->clFlush(stream->queue);
+  if (marker != NULL) {
+    // A failed command before it: CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST.
+    cl_int waited = cl->clWaitForEvents(1, &marker);
+    if (err == CL_SUCCESS) err = waited;
+    cl->clReleaseEvent(marker);
+  }
   pthread_mutex_lock(&stream->mutex);
-  accel_opencl_stream_prune(stream, true);
+  accel_opencl_stream_prune(stream, false);
   if (mark > stream->covered) stream->covered = mark;
   if (err != CL_SUCCESS && stream->error == ACCEL_OK) {
     // A command without an event of its own failed (or the queue did).
     stream->error = err == CL_OUT_OF_HOST_MEMORY ? ACCEL_ERROR_OUT_OF_MEMORY
                                                  : ACCEL_ERROR_DEVICE_LOST;
     snprintf(stream->error_message, sizeof(stream->error_message),
-             "opencl:%u: clFinish reported a failed command: %s",
+             "opencl:%u: a command before the synchronize failed: %s",
              stream->device->index, accel_opencl_error_name(err));
   }
   accel_status_t status = accel_opencl_stream_error(stream);

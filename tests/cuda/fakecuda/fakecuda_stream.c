@@ -57,8 +57,12 @@ struct CUstream_st {
   pthread_mutex_t mutex;
   pthread_cond_t cond;
   fakecuda_task_t *head, *tail;  // head runs while it stays in the list
-  int pending;                   // queued or running tasks
-  bool lazy;                     // the legacy stream: each task starts late
+  // Tasks ever queued and tasks run; they run in order, so the first
+  // `completed` of them are done. A synchronize waits for the count queued
+  // when it is called, not for an empty stream (work other threads queue
+  // meanwhile is not waited for, as on a GPU).
+  uint64_t enqueued, completed;
+  bool lazy;  // the legacy stream: each task starts late
   // While capturing, submitted work goes to `capture` instead (guarded
   // by `mutex`); a call illegal in a capture invalidates it.
   fakecuda_body_t* capture;
@@ -180,7 +184,7 @@ static void* fakecuda_worker(void* arg) {
     pthread_mutex_lock(&s->mutex);
     s->head = t->next;
     if (s->head == NULL) s->tail = NULL;
-    s->pending--;
+    s->completed++;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mutex);
     free(t);
@@ -188,9 +192,14 @@ static void* fakecuda_worker(void* arg) {
   }
 }
 
+// Waits for the tasks queued on `s` before the call (cuStreamSynchronize:
+// "Waits until the device has completed all operations in the stream"),
+// not for the ones other threads queue meanwhile: a stream kept busy
+// still lets it return.
 static void fakecuda_stream_drain(CUstream s) {
   pthread_mutex_lock(&s->mutex);
-  while (s->pending > 0) pthread_cond_wait(&s->cond, &s->mutex);
+  uint64_t target = s->enqueued;
+  while (s->completed < target) pthread_cond_wait(&s->cond, &s->mutex);
   pthread_mutex_unlock(&s->mutex);
 }
 
@@ -265,7 +274,7 @@ static CUresult fakecuda_submit(CUcontext ctx, CUstream s, fakecuda_task_t* t) {
     s->head = t;
   }
   s->tail = t;
-  s->pending++;
+  s->enqueued++;
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->mutex);
   return CUDA_SUCCESS;
@@ -376,10 +385,9 @@ FAKECUDA_API CUresult cuStreamQuery(CUstream s) {
   if (ctx == NULL) return CUDA_ERROR_INVALID_CONTEXT;
   if ((s = fakecuda_stream(ctx, s)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   pthread_mutex_lock(&s->mutex);
-  int pending = s->pending;
+  bool pending = s->completed < s->enqueued;  // at this moment
   pthread_mutex_unlock(&s->mutex);
-  return pending != 0 ? CUDA_ERROR_NOT_READY
-                      : (CUresult)atomic_load(&ctx->error);
+  return pending ? CUDA_ERROR_NOT_READY : (CUresult)atomic_load(&ctx->error);
 }
 
 FAKECUDA_API CUresult cuEventCreate(CUevent* out, unsigned int flags) {

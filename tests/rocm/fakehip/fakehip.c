@@ -654,7 +654,11 @@ struct ihipStream_t {
   pthread_mutex_t mutex;
   pthread_cond_t cond;
   fakehip_task_t *head, *tail;
-  int pending;       // queued or running tasks
+  // Tasks ever queued and tasks run; they run in order, so the first
+  // `completed` of them are done. hipStreamSynchronize waits for the count
+  // queued when it is called, not for an empty stream (work other threads
+  // queue meanwhile is not waited for, as on a GPU).
+  uint64_t enqueued, completed;
   hipError_t error;  // sticky asynchronous error (FAKEHIP_FAULT)
   pthread_t worker;
   // While capturing, submitted work goes to `capture` instead (guarded by
@@ -774,7 +778,7 @@ static void* fakehip_worker(void* arg) {
     if (faults && s->error == hipSuccess) s->error = hipErrorIllegalAddress;
     s->head = t->next;
     if (s->head == NULL) s->tail = NULL;
-    s->pending--;
+    s->completed++;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->mutex);
     free(t);
@@ -804,7 +808,7 @@ static hipError_t fakehip_submit(hipStream_t s, fakehip_task_t* t) {
     s->head = t;
   }
   s->tail = t;
-  s->pending++;
+  s->enqueued++;
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->mutex);
   return hipSuccess;
@@ -839,8 +843,10 @@ FAKEHIP_API hipError_t hipStreamSynchronize(hipStream_t s) {
   }
   if (s == NULL)
     return fakehip_ret(hipSuccess);  // null-stream work ran synchronously
+  // "all operations on the specified stream": those queued before the call.
   pthread_mutex_lock(&s->mutex);
-  while (s->pending > 0) pthread_cond_wait(&s->cond, &s->mutex);
+  uint64_t target = s->enqueued;
+  while (s->completed < target) pthread_cond_wait(&s->cond, &s->mutex);
   hipError_t error = s->error;
   pthread_mutex_unlock(&s->mutex);
   return fakehip_ret(error);
@@ -867,10 +873,10 @@ FAKEHIP_API hipError_t hipStreamQuery(hipStream_t s) {
   }
   if (s == NULL) return fakehip_ret(hipSuccess);
   pthread_mutex_lock(&s->mutex);
-  int pending = s->pending;
+  bool pending = s->completed < s->enqueued;  // at this moment
   hipError_t error = s->error;
   pthread_mutex_unlock(&s->mutex);
-  return fakehip_ret(pending != 0 ? hipErrorNotReady : error);
+  return fakehip_ret(pending ? hipErrorNotReady : error);
 }
 
 FAKEHIP_API hipError_t hipEventCreateWithFlags(hipEvent_t* out,
@@ -916,8 +922,12 @@ FAKEHIP_API hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e,
 }
 
 FAKEHIP_API hipError_t hipEventSynchronize(hipEvent_t e) {
+  // The record current at the call ("waiting for all previous work in the
+  // stream specified when event was recorded"), not a re-record made
+  // meanwhile by another thread.
   pthread_mutex_lock(&e->mutex);
-  while (e->done < e->recorded) pthread_cond_wait(&e->cond, &e->mutex);
+  uint64_t gen = e->recorded;
+  while (e->done < gen) pthread_cond_wait(&e->cond, &e->mutex);
   hipError_t error = e->error;
   pthread_mutex_unlock(&e->mutex);
   return fakehip_ret(error);
