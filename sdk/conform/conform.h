@@ -87,6 +87,7 @@ const conform_check_t* conform_ops_nn_checks(size_t* out_count);
 const conform_check_t* conform_specials_checks(size_t* out_count);
 const conform_check_t* conform_kernel_checks(size_t* out_count);
 const conform_check_t* conform_launch_checks(size_t* out_count);
+const conform_check_t* conform_launch_view_checks(size_t* out_count);
 const conform_check_t* conform_sync_checks(size_t* out_count);
 const conform_check_t* conform_threads_checks(size_t* out_count);
 const conform_check_t* conform_round_checks(size_t* out_count);

@@ -3,11 +3,13 @@
 // Interop checks (<accel/interop.h>, plugin ABI 1.4): every native handle
 // kind either answers a handle or ACCEL_ERROR_UNSUPPORTED, the same one on
 // every call, non-zero (the device kind may be an ordinal, so 0 counts
-// there), distinct for distinct streams, and for memory the allocation
-// plus the offset is the buffer's address where the backend has one; and
-// a host range registers, copies in both directions at its full size,
-// refuses an overlap and a wrong unregister, and unregisters; and memory
-// someone else owns wraps (ABI 1.3) without a copy and stays the owner's.
+// there), distinct for distinct streams and for two devices of the
+// backend (the device kind; contexts may be shared), and for memory the
+// allocation plus the offset is the buffer's address where the backend
+// has one; and a host range registers, copies in both directions at its
+// full size, refuses an overlap and a wrong unregister, and unregisters;
+// and memory someone else owns wraps (ABI 1.3) without a copy and stays
+// the owner's.
 #include <accel/interop.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,8 +56,23 @@ static bool conform_native_device(conform_ctx_t* ctx, conform_native_t* out,
   uint64_t h1 = 1, h2 = 2;
   accel_status_t s1 = accel_device_query_native(ctx->device, kind, &h1);
   accel_status_t s2 = accel_device_query_native(ctx->device, kind, &h2);
-  return conform_native_same(ctx, out, name, s1, h1, s2, h2,
-                             kind == ACCEL_NATIVE_DEVICE);
+  if (!conform_native_same(ctx, out, name, s1, h1, s2, h2,
+                           kind == ACCEL_NATIVE_DEVICE)) {
+    return false;
+  }
+  // Each device is its own backend device (a context may be shared).
+  uint64_t other = h1;
+  if (kind == ACCEL_NATIVE_DEVICE && s1 == ACCEL_OK && ctx->peer != NULL &&
+      accel_device_query_native(ctx->peer, kind, &other) == ACCEL_OK &&
+      other == h1) {
+    conform_report(ctx, CONFORM_FAIL,
+                   "device: %s and %s both answer 0x%llx (the context "
+                   "instead of the device?)",
+                   accel_device_uri(ctx->device), accel_device_uri(ctx->peer),
+                   (unsigned long long)h1);
+    return false;
+  }
+  return true;
 }
 
 static bool conform_native_stream(conform_ctx_t* ctx, conform_native_t* out,

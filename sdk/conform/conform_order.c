@@ -25,6 +25,7 @@
 
 #define CONFORM_ORDER_N 1024u     // f32 elements per operand
 #define CONFORM_ORDER_SIDE 32u    // GEMM: 32 x 32 x 32
+#define CONFORM_ORDER_MEMBERS 4u  // batched GEMM: 4 packed 16 x 16 x 16
 #define CONFORM_ORDER_STALE 7.0   // every input before the queued writes
 #define CONFORM_ORDER_POISON 0xa5 // every output byte before the op
 #define CONFORM_ORDER_TRIES 8
@@ -41,6 +42,7 @@ typedef enum conform_order_op {
   CONFORM_ORDER_MUL,
   CONFORM_ORDER_SUM,
   CONFORM_ORDER_GEMM,
+  CONFORM_ORDER_GEMM_BATCHED,
   CONFORM_ORDER_RELU,
   CONFORM_ORDER_BIAS_ADD,
   CONFORM_ORDER_LAUNCH,
@@ -72,6 +74,20 @@ typedef struct conform_order {
 static bool conform_order_in_place(conform_order_op_t op) {
   return op == CONFORM_ORDER_SCALE || op == CONFORM_ORDER_AXPY ||
          op == CONFORM_ORDER_BIAS_ADD || op == CONFORM_ORDER_LAUNCH;
+}
+
+// w = a * b, all `side` x `side`, packed row-major.
+static void conform_order_matmul(float* w, const float* a, const float* b,
+                                 size_t side) {
+  for (size_t i = 0; i < side; i++) {
+    for (size_t j = 0; j < side; j++) {
+      float acc = 0;
+      for (size_t p = 0; p < side; p++) {
+        acc += a[i * side + p] * b[p * side + j];
+      }
+      w[i * side + j] = acc;
+    }
+  }
 }
 
 // New input values (small integers, so every result below is exact in f32
@@ -121,12 +137,12 @@ static void conform_order_expect(conform_order_t* o) {
       return;
     }
     case CONFORM_ORDER_GEMM:
-      for (size_t i = 0; i < s; i++) {
-        for (size_t j = 0; j < s; j++) {
-          float acc = 0;
-          for (size_t p = 0; p < s; p++) acc += o->xs[i * s + p] * o->ys[p * s + j];
-          w[i * s + j] = acc;
-        }
+      conform_order_matmul(w, o->xs, o->ys, s);
+      return;
+    case CONFORM_ORDER_GEMM_BATCHED:  // member b at b * (s / 2)^2 of each
+      for (size_t b = 0; b < CONFORM_ORDER_MEMBERS; b++) {
+        size_t at = b * (s / 2) * (s / 2);
+        conform_order_matmul(w + at, o->xs + at, o->ys + at, s / 2);
       }
       return;
     case CONFORM_ORDER_RELU:
@@ -176,6 +192,18 @@ static accel_status_t conform_order_enqueue(conform_ctx_t* ctx,
       g.b = o->y;
       g.c = o->z;
       return accel_op_gemm(st, &g);
+    }
+    case CONFORM_ORDER_GEMM_BATCHED: {
+      accel_gemm_t g;
+      accel_gemm_init(&g);
+      g.m = g.n = g.k = s / 2;
+      g.lda = g.ldb = g.ldc = s / 2;
+      g.a = o->x;
+      g.b = o->y;
+      g.c = o->z;
+      const uint64_t stride = (s / 2) * (s / 2);
+      return accel_op_gemm_strided_batched(st, &g, CONFORM_ORDER_MEMBERS,
+                                           stride, stride, stride);
     }
     case CONFORM_ORDER_RELU:
       return accel_op_activation(st, o->z, 0, o->x, 0, ACCEL_DTYPE_F32, n,
@@ -412,6 +440,7 @@ static const conform_check_t conform_orders[] = {
     {"order.mul", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_MUL},
     {"order.sum", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_SUM},
     {"order.gemm", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_GEMM},
+    {"order.gemm_batched", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_GEMM_BATCHED},
     {"order.relu", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_RELU},
     {"order.bias_add", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_BIAS_ADD},
     {"order.launch", conform_order_check, (void*)(uintptr_t)CONFORM_ORDER_LAUNCH},
