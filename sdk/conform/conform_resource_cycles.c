@@ -302,12 +302,22 @@ static conform_result_t conform_resource_objects(conform_ctx_t* ctx,
       pinned ? " (with host_alloc/host_free)" : "", (ssize_t)(heap - heap0));
 }
 
-static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
-                                                 const void* arg) {
-  (void)arg;
-  char path[1024] = "";
-  accel_kernel_t* kernel = NULL;
-  CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, kernel, path);
+// The heap in use around `count` rounds (after 20 of warm-up) on one
+// stream and a 256-byte buffer: a module loaded and launched when `path`
+// is set (conform_module_round), else a graph captured and launched
+// (conform_graph_round). FAIL (or the wait's report) when a round fails.
+typedef struct conform_rounds {
+  const char* path;
+  size_t heap0, heap;
+} conform_rounds_t;
+
+static accel_status_t conform_graph_round(conform_ctx_t* ctx,
+                                          accel_stream_t* stream,
+                                          accel_buffer_t* buffer, int round);
+
+static conform_result_t conform_heap_rounds(conform_ctx_t* ctx,
+                                            conform_rounds_t* rounds,
+                                            const char* what, int count) {
   accel_stream_t* stream = NULL;
   accel_buffer_t* buffer = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
@@ -315,19 +325,34 @@ static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
     status = conform_buffer(ctx, ctx->device, 256, &buffer);
   }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  size_t heap0 = 0;
-  for (int i = 0; i < 20 + CONFORM_MODULE_ROUNDS; i++) {
-    if (i == 20) heap0 = conform_heap_in_use();  // after a warm-up
-    status = conform_module_round(ctx, path, stream, buffer);
+  for (int i = 0; i < 20 + count; i++) {
+    if (i == 20) rounds->heap0 = conform_heap_in_use();  // after a warm-up
+    status = rounds->path != NULL
+                 ? conform_module_round(ctx, rounds->path, stream, buffer)
+                 : conform_graph_round(ctx, stream, buffer, i);
     if (status != ACCEL_OK && ctx->hung) {
-      return conform_fail_wait(ctx, status, "module round");
+      return conform_fail_wait(ctx, status, what);
     }
     if (status != ACCEL_OK) {
-      return conform_report(ctx, CONFORM_FAIL, "module round %d: %s: %s", i,
+      return conform_report(ctx, CONFORM_FAIL, "%s %d: %s: %s", what, i,
                             accel_status_string(status), accel_last_error());
     }
   }
-  size_t heap = conform_heap_in_use();
+  rounds->heap = conform_heap_in_use();
+  return CONFORM_PASS;
+}
+
+static conform_result_t conform_resource_modules(conform_ctx_t* ctx,
+                                                 const void* arg) {
+  (void)arg;
+  char path[1024] = "";
+  accel_kernel_t* kernel = NULL;
+  CONFORM_GET_KERNEL(ctx, CONFORM_ADD_ONE, kernel, path);
+  conform_rounds_t rounds = {.path = path};
+  conform_result_t r =
+      conform_heap_rounds(ctx, &rounds, "module round", CONFORM_MODULE_ROUNDS);
+  if (r != CONFORM_PASS) return r;
+  size_t heap0 = rounds.heap0, heap = rounds.heap;
   // OpenCL runtimes may keep memory for every program build until the
   // context goes (PoCL 3.1: about 1.5 KiB), which a plugin cannot free
   // short of reusing programs: up to 2 KiB a round there is a SKIP that
@@ -385,26 +410,11 @@ static accel_status_t conform_graph_round(conform_ctx_t* ctx,
 static conform_result_t conform_resource_graphs(conform_ctx_t* ctx,
                                                 const void* arg) {
   (void)arg;
-  accel_stream_t* stream = NULL;
-  accel_buffer_t* buffer = NULL;
-  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
-  if (status == ACCEL_OK) {
-    status = conform_buffer(ctx, ctx->device, 256, &buffer);
-  }
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  size_t heap0 = 0;
-  for (int i = 0; i < 20 + CONFORM_GRAPH_ROUNDS; i++) {
-    if (i == 20) heap0 = conform_heap_in_use();  // after a warm-up
-    status = conform_graph_round(ctx, stream, buffer, i);
-    if (status != ACCEL_OK && ctx->hung) {
-      return conform_fail_wait(ctx, status, "graph round");
-    }
-    if (status != ACCEL_OK) {
-      return conform_report(ctx, CONFORM_FAIL, "graph round %d: %s: %s", i,
-                            accel_status_string(status), accel_last_error());
-    }
-  }
-  size_t heap = conform_heap_in_use();
+  conform_rounds_t rounds = {.path = NULL};
+  conform_result_t r =
+      conform_heap_rounds(ctx, &rounds, "graph round", CONFORM_GRAPH_ROUNDS);
+  if (r != CONFORM_PASS) return r;
+  size_t heap0 = rounds.heap0, heap = rounds.heap;
   size_t grown = heap > heap0 ? heap - heap0 : 0;
   if (grown > CONFORM_MODULE_SLACK) {
     return conform_report(ctx, CONFORM_FAIL,
