@@ -29,10 +29,10 @@
 // and executes. A call takes its entry out of the cache under the mutex
 // and puts it back after executing, so an entry (its memory objects and
 // stream) serves one thread at a time; a concurrent call of the same shape
-// finds nothing and builds its own, which it then offers back (a duplicate
-// is dropped). The least recently returned entry is evicted when the cache
-// is full. A call that fails at any step frees its objects and never
-// enters the cache.
+// finds nothing and builds its own (builds take turns), which it then
+// offers back (a duplicate is dropped). The least recently returned entry
+// is evicted when the cache is full. A call that fails at any step frees
+// its objects and never enters the cache.
 //
 // Threads: Debian's build runs on OpenMP. The caller's thread (a stream
 // worker) starts the parallel region; its OpenMP thread count is set to
@@ -162,9 +162,12 @@ typedef struct accel_cpu_dnnl_entry {
   uint64_t used;
 } accel_cpu_dnnl_entry_t;
 
-// The entries not taken out by a running call, under `mutex`.
+// The entries not taken out by a running call, under `mutex`. `create` is
+// held while a call's objects are built or destroyed: see
+// accel_cpu_onednn_build_one.
 typedef struct accel_cpu_dnnl_cache {
   pthread_mutex_t mutex;
+  pthread_mutex_t create;
   uint64_t clock;
   accel_cpu_dnnl_entry_t entries[ACCEL_CPU_DNNL_CACHED];
 } accel_cpu_dnnl_cache_t;
@@ -284,6 +287,34 @@ static const char* accel_cpu_onednn_build(const accel_cpu_onednn_t* d,
   return failed;
 }
 
+// accel_cpu_onednn_build and accel_cpu_onednn_call_free one thread at a
+// time. Two stream workers building the same shape at once meet in
+// oneDNN's own primitive cache, and ThreadSanitizer saw one of them read a
+// cache key's descriptor that the other had just allocated, with no
+// ordering between them that it could see (cpu_onednn's
+// concurrent_streams_one_shape, about one run in twenty on 2 vCPUs with
+// the other core busy). Whether oneDNN 2.6 orders them in a way TSan
+// cannot follow was not settled; taking turns removes the question and
+// costs nothing measurable, since building happens only when our own
+// cache misses. Executing cached calls still runs concurrently.
+static const char* accel_cpu_onednn_build_one(const accel_cpu_onednn_t* d,
+                                              const accel_cpu_matmul_t* mm,
+                                              void* const ptr[3],
+                                              accel_cpu_dnnl_call_t* c,
+                                              accel_status_t* status) {
+  pthread_mutex_lock(&d->cache->create);
+  const char* failed = accel_cpu_onednn_build(d, mm, ptr, c, status);
+  pthread_mutex_unlock(&d->cache->create);
+  return failed;
+}
+
+static void accel_cpu_onednn_free_one(const accel_cpu_onednn_t* d,
+                                      accel_cpu_dnnl_call_t* c) {
+  pthread_mutex_lock(&d->cache->create);
+  accel_cpu_onednn_call_free(d, c);
+  pthread_mutex_unlock(&d->cache->create);
+}
+
 static void accel_cpu_onednn_key(const accel_cpu_matmul_t* mm,
                                  accel_cpu_dnnl_key_t* key) {
   memset(key, 0, sizeof(*key));
@@ -353,7 +384,7 @@ static void accel_cpu_onednn_put(const accel_cpu_onednn_t* d,
     slot->used = ++cache->clock;
   }
   pthread_mutex_unlock(&cache->mutex);
-  accel_cpu_onednn_call_free(d, &drop);
+  accel_cpu_onednn_free_one(d, &drop);
 }
 
 // The pause of the OpenMP runtime whose team this thread last started
@@ -391,7 +422,7 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
       }
     }
   } else {
-    failed = accel_cpu_onednn_build(d, mm, ptr, &c, &status);
+    failed = accel_cpu_onednn_build_one(d, mm, ptr, &c, &status);
   }
   if (failed == NULL) {
     accel_dnnl_arg_t args[3] = {{ACCEL_DNNL_ARG_SRC, c.mem[0]},
@@ -409,7 +440,7 @@ accel_status_t accel_cpu_onednn_gemm(const accel_cpu_onednn_t* d,
     accel_cpu_onednn_put(d, &key, &c);
     return ACCEL_OK;
   }
-  accel_cpu_onednn_call_free(d, &c);  // a failed call is never cached
+  accel_cpu_onednn_free_one(d, &c);  // a failed call is never cached
   snprintf(message, size, "gemm: oneDNN matmul %llux%llux%llu: %s failed",
            (unsigned long long)mm->m, (unsigned long long)mm->n,
            (unsigned long long)mm->k, failed);
@@ -462,6 +493,11 @@ accel_cpu_onednn_t* accel_cpu_onednn_load(uint32_t width, bool pause_idle,
     free(d->cache);
     d->cache = NULL;
     why = "pthread_mutex_init failed";
+  } else if (pthread_mutex_init(&d->cache->create, NULL) != 0) {
+    pthread_mutex_destroy(&d->cache->mutex);
+    free(d->cache);
+    d->cache = NULL;
+    why = "pthread_mutex_init failed";
   } else if ((d->handle = dlopen(soname, flags)) == NULL) {
     why = dlerror();
   }
@@ -508,6 +544,7 @@ void accel_cpu_onednn_destroy(accel_cpu_onednn_t* d) {
       if (e->valid) accel_cpu_onednn_call_free(d, &e->call);
     }
     pthread_mutex_destroy(&d->cache->mutex);
+    pthread_mutex_destroy(&d->cache->create);
     free(d->cache);
   }
   if (d->engine != NULL) d->engine_destroy(d->engine);
