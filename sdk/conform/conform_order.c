@@ -14,10 +14,13 @@
 // a backend that runs small work on the caller's thread while its stream
 // is idle must not do so while big work is queued ahead of it.
 //
-// The check asks the stream whether it is still busy just before the op
-// is enqueued; when the device had already finished the copies, the try
-// proves nothing, and it is repeated with twice the copies (8 tries, then
-// SKIP naming the last amount). A wrong result fails whatever the timing.
+// An event is recorded behind the queued writes, and the check asks it
+// whether it has completed once the op's enqueue has returned: when it
+// has not, an op run during the enqueue would have read the stale inputs.
+// When it has, the try proves nothing (asking the stream before the
+// enqueue is not enough: the writes may land while the enqueue runs), and
+// it is repeated with twice the copies (8 tries, then SKIP naming the last
+// amount). A wrong result fails whatever the timing.
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +60,7 @@ typedef struct conform_order {
   accel_buffer_t* y;
   accel_buffer_t* z;
   accel_kernel_t* kernel;      // the add_one test kernel, for LAUNCH
+  accel_event_t* mark;         // recorded behind the queued writes
   float xs[CONFORM_ORDER_N];   // the new values of x, y and z
   float ys[CONFORM_ORDER_N];
   float zs[CONFORM_ORDER_N];
@@ -216,10 +220,10 @@ static accel_status_t conform_order_enqueue(conform_ctx_t* ctx,
   return ACCEL_ERROR_INVALID_ARGUMENT;
 }
 
-// One try with `rounds` of heavy copies: 0 when the op ran in order on a
-// stream that was still busy when it was enqueued (or FAIL/UNSUPPORTED
-// with the detail written, as `*result`), 1 when the stream had already
-// drained (inconclusive).
+// One try with `rounds` of heavy copies: 0 when the op ran in order and
+// the writes ahead of it were still pending when its enqueue returned (or
+// FAIL/UNSUPPORTED with the detail written, as `*result`), 1 when they
+// had already landed (inconclusive).
 static int conform_order_try(conform_ctx_t* ctx, conform_order_t* o,
                              int rounds, conform_result_t* result) {
   const size_t bytes = CONFORM_ORDER_N * sizeof(float);
@@ -246,13 +250,21 @@ static int conform_order_try(conform_ctx_t* ctx, conform_order_t* o,
     status = accel_stream_write_buffer(o->stream, dev[i], 0, host[i],
                                        CONFORM_ORDER_BYTES);
   }
-  bool done = false;
-  if (status == ACCEL_OK) status = accel_stream_query(o->stream, &done);
+  if (status == ACCEL_OK) status = accel_event_record(o->mark, o->stream);
   if (status != ACCEL_OK) {
     *result = conform_fail_status(ctx, status, "setup");
     return 0;
   }
   status = conform_order_enqueue(ctx, o);
+  bool done = false;  // whether the writes had landed by now
+  if (status == ACCEL_OK) {
+    accel_status_t q = accel_event_query(o->mark, &done);
+    if (q != ACCEL_OK) {
+      conform_stream_sync(ctx, o->stream);
+      *result = conform_fail_status(ctx, q, "event_query");
+      return 0;
+    }
+  }
   if (status == ACCEL_ERROR_UNSUPPORTED) {
     conform_stream_sync(ctx, o->stream);
     *result = conform_report(ctx, CONFORM_UNSUPPORTED, "%s",
@@ -296,6 +308,7 @@ static int conform_order_try(conform_ctx_t* ctx, conform_order_t* o,
 static conform_result_t conform_order_run(conform_ctx_t* ctx,
                                           conform_order_t* o) {
   accel_status_t status = conform_stream(ctx, ctx->device, &o->stream);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &o->mark);
   accel_buffer_t** ops[3] = {&o->x, &o->y, &o->z};
   for (int i = 0; i < 3 && status == ACCEL_OK; i++) {
     status = conform_buffer(ctx, ctx->device, CONFORM_ORDER_BYTES, ops[i]);
@@ -313,7 +326,7 @@ static conform_result_t conform_order_run(conform_ctx_t* ctx,
   }
   return conform_report(ctx, CONFORM_SKIP,
                         "the stream had finished %d heavy copies before the "
-                        "op was enqueued: order not exercised",
+                        "op's enqueue returned: order not exercised",
                         rounds / 2);
 }
 
@@ -389,7 +402,9 @@ static conform_result_t conform_order_write(conform_ctx_t* ctx,
   accel_stream_t* stream = NULL;
   accel_buffer_t* x = NULL;
   accel_buffer_t* z = NULL;
+  accel_event_t* mark = NULL;  // recorded behind the copy
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &mark);
   if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n, &x);
   if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n, &z);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
@@ -399,13 +414,15 @@ static conform_result_t conform_order_write(conform_ctx_t* ctx,
     status = accel_buffer_write(x, 0, old, n);
     if (status == ACCEL_OK) status = accel_buffer_fill(z, 0, 0, n);
     if (status == ACCEL_OK) status = conform_heavy_work(ctx, stream, rounds);
-    if (status == ACCEL_OK) status = accel_stream_query(stream, &done);
     if (status == ACCEL_OK) {
       status = accel_stream_copy_buffer(stream, z, 0, x, 0, n);
     }
+    if (status == ACCEL_OK) status = accel_event_record(mark, stream);
     if (status == ACCEL_OK) {
       status = accel_stream_write_buffer(stream, x, 0, fresh, n);
     }
+    // Whether the copy had run by the time the write's enqueue returned.
+    if (status == ACCEL_OK) status = accel_event_query(mark, &done);
     if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
     status = conform_stream_sync(ctx, stream);
     if (status != ACCEL_OK) {
@@ -424,7 +441,7 @@ static conform_result_t conform_order_write(conform_ctx_t* ctx,
   }
   return conform_report(ctx, CONFORM_SKIP,
                         "the stream had finished %d heavy copies before the "
-                        "write was enqueued: order not exercised",
+                        "write's enqueue returned: order not exercised",
                         rounds / 2);
 }
 
