@@ -256,18 +256,41 @@ static size_t conform_special_nans(accel_dtype_t dtype, uint32_t* out) {
   return n;
 }
 
-// What `in` (a NaN, an infinity or 1.0 of `src`) must become as `dst`.
-static conform_special_want_t conform_special_nan_want(accel_dtype_t src,
-                                                       uint32_t in,
-                                                       accel_dtype_t dst) {
+// What `in` of `src` must become as `dst`: any NaN for a NaN (0 as I32),
+// else the bits of its value. Every input of these checks that is not a
+// NaN (infinities, 1.0, signed zeros, the values that round to a zero) is
+// exact as a double, so the SDK's rounding of it (conform_store,
+// <accel/plugin_dtype.h>) fixes the bits.
+static conform_special_want_t conform_special_want(accel_dtype_t src,
+                                                   uint32_t in,
+                                                   accel_dtype_t dst) {
   conform_special_want_t w = {0, false};
   if (conform_special_is_nan(src, in)) {
     w.any_nan = dst != ACCEL_DTYPE_I32;  // I32: 0
     return w;
   }
-  double v = conform_special_value(src, in);
-  w.bits = conform_special_bits(dst, v);  // inf and 1.0: exact in every type
+  w.bits = conform_special_bits(dst, conform_special_value(src, in));
   return w;
+}
+
+// Casts the `n` values `in` of `src` to each type, comparing bit for bit
+// (conform_special_want); PASS when every cast passed or was refused.
+static conform_result_t conform_special_casts(conform_ctx_t* ctx,
+                                              accel_stream_t* stream,
+                                              accel_dtype_t src,
+                                              const uint32_t* in, size_t n,
+                                              conform_special_tally_t* tally) {
+  for (size_t d = 0; d < 4; d++) {
+    accel_dtype_t dst = conform_special_types[d];
+    conform_special_want_t want[CONFORM_SPECIAL_MAX];
+    for (size_t i = 0; i < n; i++) {
+      want[i] = conform_special_want(src, in[i], dst);
+    }
+    conform_result_t r =
+        conform_special_cast(ctx, stream, dst, src, in, want, n);
+    if (!conform_special_count(tally, r)) return r;
+  }
+  return CONFORM_PASS;
 }
 
 static conform_result_t conform_specials_nan(conform_ctx_t* ctx,
@@ -281,16 +304,8 @@ static conform_result_t conform_specials_nan(conform_ctx_t* ctx,
     accel_dtype_t src = conform_special_types[s];
     uint32_t in[CONFORM_SPECIAL_MAX];
     size_t n = conform_special_nans(src, in);
-    for (size_t d = 0; d < 4; d++) {
-      accel_dtype_t dst = conform_special_types[d];
-      conform_special_want_t want[CONFORM_SPECIAL_MAX];
-      for (size_t i = 0; i < n; i++) {
-        want[i] = conform_special_nan_want(src, in[i], dst);
-      }
-      conform_result_t r =
-          conform_special_cast(ctx, stream, dst, src, in, want, n);
-      if (!conform_special_count(&tally, r)) return r;
-    }
+    conform_result_t r = conform_special_casts(ctx, stream, src, in, n, &tally);
+    if (r != CONFORM_PASS) return r;
     // x + 1 with x one of the NaNs: computed in f32 and rounded on store,
     // so the NaN reaches the store with its payload.
     uint32_t ones[CONFORM_SPECIAL_MAX];
@@ -298,7 +313,7 @@ static conform_result_t conform_specials_nan(conform_ctx_t* ctx,
     uint32_t one = in[n - 1];  // 1.0
     for (size_t i = 0; i < n; i++) {
       ones[i] = one;
-      want[i] = conform_special_nan_want(src, in[i], src);
+      want[i] = conform_special_want(src, in[i], src);
       if (!want[i].any_nan) {
         double v = conform_special_value(src, in[i]) + 1.0;
         want[i].bits = conform_special_bits(src, v);
@@ -315,7 +330,6 @@ static conform_result_t conform_specials_nan(conform_ctx_t* ctx,
       status = conform_special_out(ctx, src, n, guard, &bz);
     if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
     status = accel_op_add(stream, bz, es, bx, es, by, es, src, n);
-    conform_result_t r;
     if (status == ACCEL_ERROR_UNSUPPORTED) {
       r = conform_report(ctx, CONFORM_UNSUPPORTED, "%s: %s", what,
                          accel_last_error());
@@ -409,20 +423,8 @@ static conform_result_t conform_specials_signed_zero(conform_ctx_t* ctx,
     accel_dtype_t src = conform_special_types[s];
     uint32_t in[CONFORM_SPECIAL_MAX];
     size_t n = conform_special_zeros(src, in);
-    for (size_t d = 0; d < 4; d++) {
-      accel_dtype_t dst = conform_special_types[d];
-      conform_special_want_t want[CONFORM_SPECIAL_MAX];
-      for (size_t i = 0; i < n; i++) {
-        // Every value here is exact as a double: the SDK's rounding of it
-        // (conform_store, <accel/plugin_dtype.h>) fixes the bits.
-        want[i].bits =
-            conform_special_bits(dst, conform_special_value(src, in[i]));
-        want[i].any_nan = false;
-      }
-      conform_result_t r =
-          conform_special_cast(ctx, stream, dst, src, in, want, n);
-      if (!conform_special_count(&tally, r)) return r;
-    }
+    conform_result_t r = conform_special_casts(ctx, stream, src, in, n, &tally);
+    if (r != CONFORM_PASS) return r;
   }
   return conform_special_done(ctx, &tally, "fills and casts of signed zeros");
 }
