@@ -184,7 +184,9 @@ uint32_t accel_cpu_sysinfo_usable_cpus(void);
 // (v2 memory.max or v1 memory.limit_in_bytes) limit of this process when
 // one is set, never 0; and `*out_available`, when not NULL, to the memory
 // available to this process: MemAvailable, lowered to the room left under
-// that limit. Reads /proc/meminfo and the cgroup files once per call.
+// that limit. Reads /proc/meminfo and the limiting cgroup's limit and
+// usage at every call; which cgroup that is (a walk of the hierarchy) is
+// found again at most once a second. Thread-safe.
 void accel_cpu_sysinfo_memory(uint64_t* out_total, uint64_t* out_available);
 
 // Threads of the whole machine that are runnable now besides the caller,
