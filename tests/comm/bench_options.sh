@@ -3,7 +3,8 @@
 # accel-comm-bench refuses a bad command line with exit status 2 and a
 # message naming the option, before it opens a device: sizes are digits
 # with a K, M or G suffix up to the int count MPI takes, seconds a number
-# in (0, 86400]. Run as one MPI singleton (no mpirun needed).
+# in (0, 86400]. It checks the command line before MPI_Init, so no MPI
+# starts here (no mpirun needed).
 # usage: bench_options.sh ACCEL-COMM-BENCH
 bench=$1
 fail=0
