@@ -58,12 +58,6 @@ static bool accel_cpu_event_is_pending(const accel_cpu_event_t* event,
   return false;
 }
 
-uint64_t accel_cpu_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void accel_cpu_event_complete(accel_cpu_task_t* task, accel_status_t status,
                               const char* message) {
   accel_cpu_event_t* event = task->u.event.event;

@@ -540,7 +540,7 @@ static struct {
   accel_cpu_cgroup_files_t files;
 } accel_cpu_cgroup_cache = {.mutex = PTHREAD_MUTEX_INITIALIZER};
 
-static uint64_t accel_cpu_monotonic_ns(void) {
+uint64_t accel_cpu_now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
@@ -550,7 +550,7 @@ static uint64_t accel_cpu_monotonic_ns(void) {
 // (0 when unreadable). False when no limit is set or the files are not
 // visible.
 static bool accel_cpu_cgroup_memory(uint64_t* out_limit, uint64_t* out_usage) {
-  uint64_t now = accel_cpu_monotonic_ns();
+  uint64_t now = accel_cpu_now_ns();
   bool locked = pthread_mutex_trylock(&accel_cpu_cgroup_cache.mutex) == 0;
   accel_cpu_cgroup_files_t found;
   const accel_cpu_cgroup_files_t* files = NULL;
