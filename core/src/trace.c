@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "json.h"
 
 atomic_bool accel__trace_on = false;
 
@@ -46,23 +47,6 @@ static unsigned accel__trace_tid(void) {
   static _Thread_local unsigned tid;
   if (tid == 0) tid = (unsigned)syscall(SYS_gettid);
   return tid;
-}
-
-// Writes `src` as the inside of a JSON string into `dst` (truncating).
-static void accel__trace_escape(char* dst, size_t size, const char* src) {
-  size_t n = 0;
-  for (; src != NULL && *src != '\0' && n + 7 < size; src++) {
-    unsigned char c = (unsigned char)*src;
-    if (c == '"' || c == '\\') {
-      dst[n++] = '\\';
-      dst[n++] = (char)c;
-    } else if (c < 0x20) {
-      n += (size_t)snprintf(dst + n, size - n, "\\u%04x", c);
-    } else {
-      dst[n++] = (char)c;
-    }
-  }
-  dst[n] = '\0';
 }
 
 // Microseconds since the trace began, as "123.456".
@@ -177,12 +161,12 @@ __attribute__((constructor)) static void accel__trace_start(void) {
 static void accel__trace_complete(const char* name, unsigned tid,
                                   int64_t start_ns, int64_t end_ns) {
   char esc[192], ts[32], dur[32], text[384];
-  accel__trace_escape(esc, sizeof(esc), name);
+  json_escape_into(esc, sizeof(esc), name);
   accel__trace_ts(ts, sizeof(ts), start_ns);
   int64_t d = end_ns > start_ns ? end_ns - start_ns : 0;
   snprintf(dur, sizeof(dur), "%" PRId64 ".%03d", d / 1000, (int)(d % 1000));
   snprintf(text, sizeof(text),
-           "{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%s,"
+           "{\"name\":%s,\"ph\":\"X\",\"pid\":%d,\"tid\":%u,\"ts\":%s,"
            "\"dur\":%s}",
            esc, accel__trace_pid, tid, ts, dur);
   accel__trace_emit(text);
@@ -199,10 +183,10 @@ void accel__trace_device_span(uint32_t track, const char* name,
 
 void accel__trace_track_name(uint32_t track, const char* name) {
   char esc[192], text[320];
-  accel__trace_escape(esc, sizeof(esc), name);
+  json_escape_into(esc, sizeof(esc), name);
   snprintf(text, sizeof(text),
            "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
-           "\"args\":{\"name\":\"%s\"}}",
+           "\"args\":{\"name\":%s}}",
            accel__trace_pid, track, esc);
   accel__trace_emit(text);
 }
@@ -210,12 +194,12 @@ void accel__trace_track_name(uint32_t track, const char* name) {
 void accel__trace_instant(const char* name, const char* detail) {
   if (!accel__tracing()) return;
   char esc[96], desc[256], ts[32], text[512];
-  accel__trace_escape(esc, sizeof(esc), name);
-  accel__trace_escape(desc, sizeof(desc), detail != NULL ? detail : "");
+  json_escape_into(esc, sizeof(esc), name);
+  json_escape_into(desc, sizeof(desc), detail != NULL ? detail : "");
   accel__trace_ts(ts, sizeof(ts), accel__trace_now());
   snprintf(text, sizeof(text),
-           "{\"name\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%u,"
-           "\"ts\":%s,\"args\":{\"detail\":\"%s\"}}",
+           "{\"name\":%s,\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%u,"
+           "\"ts\":%s,\"args\":{\"detail\":%s}}",
            esc, accel__trace_pid, accel__trace_tid(), ts, desc);
   accel__trace_emit(text);
 }
@@ -223,11 +207,12 @@ void accel__trace_instant(const char* name, const char* detail) {
 void accel__trace_counter(const char* device_uri, uint64_t allocated,
                           uint64_t reserved) {
   if (!accel__tracing()) return;
-  char esc[96], ts[32], text[320];
-  accel__trace_escape(esc, sizeof(esc), device_uri);
+  char name[96], esc[128], ts[32], text[320];
+  snprintf(name, sizeof(name), "%s memory", device_uri);
+  json_escape_into(esc, sizeof(esc), name);
   accel__trace_ts(ts, sizeof(ts), accel__trace_now());
   snprintf(text, sizeof(text),
-           "{\"name\":\"%s memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
+           "{\"name\":%s,\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
            "\"args\":{\"allocated\":%" PRIu64 ",\"reserved\":%" PRIu64 "}}",
            esc, accel__trace_pid, ts, allocated, reserved);
   accel__trace_emit(text);

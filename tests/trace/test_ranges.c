@@ -81,10 +81,15 @@ TEST(ranges_are_spans_in_the_trace_file) {
   if (path == NULL) SKIP("ACCEL_TRACE is not set");
   ASSERT_OK(accel_range_push("phase \"one\""));
   ASSERT_OK(accel_range_pop());
+  // A name that is not UTF-8, with a control character: the file stays
+  // valid JSON in valid UTF-8 (U+FFFD for the stray byte, \u0001).
+  ASSERT_OK(accel_range_push("bad\xff\x01name"));
+  ASSERT_OK(accel_range_pop());
   accel_shutdown();  // flushes the file
   static char text[1 << 16];
   slurp(path, text, sizeof(text));
   ASSERT_STR_CONTAINS(text, "{\"name\":\"phase \\\"one\\\"\",\"ph\":\"X\"");
+  ASSERT_STR_CONTAINS(text, "{\"name\":\"bad\\ufffd\\u0001name\",\"ph\":\"X\"");
 }
 
 int main(int argc, char** argv) { return test_main(argc, argv); }

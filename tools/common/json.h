@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 //
 // The tools' JSON (accel-info --json, accel-bench --json, accel-conform
-// --json): a minimal streaming writer that tracks nesting and commas so
-// that callers cannot produce malformed output, pretty-prints with
-// two-space indents, and escapes strings per RFC 8259. Not thread-safe: a
-// writer belongs to one thread.
+// --json) and the strings of the core's trace file (libaccel compiles
+// this file too, its symbols hidden): a minimal streaming writer that
+// tracks nesting and commas so that callers cannot produce malformed
+// output, pretty-prints with two-space indents, and escapes strings per
+// RFC 8259. Not thread-safe: a writer belongs to one thread; the escaping
+// functions keep no state.
 #ifndef ACCEL_TOOLS_COMMON_JSON_H_
 #define ACCEL_TOOLS_COMMON_JSON_H_
 
