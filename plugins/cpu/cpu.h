@@ -462,9 +462,11 @@ void accel_cpu_pool_destroy(accel_cpu_pool_t* pool);
 uint32_t accel_cpu_pool_width(const accel_cpu_pool_t* pool);
 
 // Runs `fn(ctx, i, worker)` for every i < `count` on the pool and the
-// calling thread, and returns when all have run. Chunks are taken in
-// order; which thread runs which chunk is not specified. A NULL pool, or a
-// pool of width 1, runs everything on the caller. Never fails.
+// calling thread, and returns when all have run. Each thread starts on
+// its own contiguous range of chunks, in order, and then helps with the
+// others' (pool.c); which thread runs which chunk is not specified. A
+// NULL pool, or a pool of width 1, runs everything on the caller, in
+// order. Never fails.
 void accel_cpu_pool_run(accel_cpu_pool_t* pool, uint64_t count,
                         accel_cpu_pool_fn_t fn, void* ctx);
 
