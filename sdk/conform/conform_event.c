@@ -145,6 +145,49 @@ static conform_result_t conform_event_rerecord(conform_ctx_t* ctx,
                         "the second record replaced the first");
 }
 
+// event.elapsed with the pending event as the start and a completed one as
+// the end: both events are the plugin's to check, not just the end. `done`
+// is recorded and waited for first, then `pending` behind more work each
+// try, until a try finds `pending` still pending after the call (a fast
+// device may finish the work first; the tries then prove nothing).
+static conform_result_t conform_event_elapsed_from_pending(
+    conform_ctx_t* ctx, accel_stream_t* stream, accel_event_t* done,
+    accel_event_t* pending) {
+  for (int rounds = 4; rounds <= 256; rounds *= 4) {
+    accel_status_t status = accel_event_record(done, stream);
+    if (status == ACCEL_OK) status = conform_event_wait(ctx, done);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "event");
+    status = conform_heavy_work(ctx, stream, rounds);
+    if (status == ACCEL_OK) status = accel_event_record(pending, stream);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+    float ms = 0;
+    accel_status_t elapsed = accel_event_elapsed_ms(pending, done, &ms);
+    bool finished = true;
+    accel_status_t query = accel_event_query(pending, &finished);
+    if (elapsed != ACCEL_OK && elapsed != ACCEL_ERROR_NOT_READY) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "elapsed from an event queued behind work to "
+                            "one completed gave %s (%s): expected "
+                            "ACCEL_ERROR_NOT_READY while it is pending "
+                            "(plugin.h)",
+                            accel_status_string(elapsed), accel_last_error());
+    }
+    status = conform_event_wait(ctx, pending);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "event");
+    if (query != ACCEL_OK || finished) continue;  // inconclusive
+    if (elapsed == ACCEL_OK) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "elapsed from an event still pending to one "
+                            "completed gave ACCEL_OK (%.4f ms), expected "
+                            "ACCEL_ERROR_NOT_READY (plugin.h: \"if either "
+                            "has not completed\")",
+                            ms);
+    }
+    return CONFORM_PASS;
+  }
+  return CONFORM_PASS;  // the device always finished first: nothing shown
+}
+
 static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                                               const void* arg) {
   (void)arg;
@@ -252,8 +295,78 @@ static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                           "%s, expected ACCEL_ERROR_INVALID_ARGUMENT",
                           accel_status_string(status));
   }
+  if (conform_event_elapsed_from_pending(ctx, stream, e[0], e[2]) !=
+      CONFORM_PASS) {
+    return CONFORM_FAIL;
+  }
   return conform_report(ctx, CONFORM_PASS, "e0->e1 %.3f ms <= e0->e2 %.3f ms",
                         t01, t02);
+}
+
+// A clock fine enough to time short work: rounds of two timing events
+// around one 1 MiB fill, each timed on the host from just before the first
+// record to the return of the stream's synchronize. Every elapsed time
+// must be above zero and at most that host time. A clock whose step is
+// coarser than the fill gives 0 in most rounds; one coarser than the whole
+// round gives 0 or more than the host saw. (A clock kept as a float count
+// of nanoseconds since boot steps by 2^20 ns after about 4 hours of
+// uptime: the whole-milliseconds test of event.elapsed missed it.)
+static conform_result_t conform_event_elapsed_resolution(conform_ctx_t* ctx,
+                                                         const void* arg) {
+  (void)arg;
+  if ((ctx->info.caps & ACCEL_DEVICE_CAP_EVENT_TIMING) == 0) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "no event_timing");
+  }
+  enum { ROUNDS = 8, BYTES = 1 << 20 };
+  accel_stream_t* stream = NULL;
+  accel_event_t* start = NULL;
+  accel_event_t* end = NULL;
+  accel_buffer_t* buffer = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &start);
+  }
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &end);
+  }
+  if (status == ACCEL_OK) {
+    status = conform_buffer(ctx, ctx->device, BYTES, &buffer);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  float lo = 0, hi = 0;
+  for (int round = 0; round < ROUNDS; round++) {
+    double t0 = conform_now();
+    status = accel_event_record(start, stream);
+    if (status == ACCEL_OK) {
+      status = accel_stream_fill_buffer(stream, buffer, 0, (uint8_t)round,
+                                        BYTES);
+    }
+    if (status == ACCEL_OK) status = accel_event_record(end, stream);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+    status = conform_stream_sync(ctx, stream);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+    double host_ms = (conform_now() - t0) * 1e3;
+    float ms = -1;
+    status = accel_event_elapsed_ms(start, end, &ms);
+    if (status != ACCEL_OK) {
+      return conform_fail_status(ctx, status, "accel_event_elapsed_ms");
+    }
+    if (!(ms > 0.0f) || ms > host_ms * 1.01 + 1e-3) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "round %d of %d: %.6f ms between two timing "
+                            "events around a %d-byte fill, which took %.6f "
+                            "ms on the host from the first record to the "
+                            "end of the synchronize: elapsed time must be "
+                            "above 0 and at most that (a clock too coarse "
+                            "to time short work?)",
+                            round + 1, ROUNDS, ms, BYTES, host_ms);
+    }
+    if (round == 0 || ms < lo) lo = ms;
+    if (round == 0 || ms > hi) hi = ms;
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%d fills of %d bytes timed at %.4f-%.4f ms",
+                        ROUNDS, BYTES, lo, hi);
 }
 
 // Waits `ms` milliseconds of host time.
@@ -413,6 +526,7 @@ static const conform_check_t conform_events[] = {
     {"event.synchronize", conform_event_synchronize, NULL},
     {"event.rerecord", conform_event_rerecord, NULL},
     {"event.elapsed", conform_event_elapsed, NULL},
+    {"event.elapsed_resolution", conform_event_elapsed_resolution, NULL},
     {"event.rerecord_late", conform_event_rerecord_late, NULL},
     {"event.elapsed_rerecord", conform_event_elapsed_rerecord, NULL},
 };
