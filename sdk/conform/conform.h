@@ -274,6 +274,21 @@ bool conform_guarded_equal(conform_ctx_t* ctx, const unsigned char* host,
                            const unsigned char* want, size_t size,
                            unsigned char guard, const char* what);
 
+// Op outputs with a tail: a tracked buffer of `size` + CONFORM_TAIL_BYTES
+// bytes on `device`, its first `size` bytes from `init` and the tail
+// CONFORM_TAIL_BYTE, so that an op writing past its last element (a
+// vector loop's tail rounded up) shows. Returns the first failing status.
+#define CONFORM_TAIL_BYTES 256u
+#define CONFORM_TAIL_BYTE 0x3c
+accel_status_t conform_buffer_tailed(conform_ctx_t* ctx, accel_device_t* device,
+                                     const void* init, size_t size,
+                                     accel_buffer_t** out_buffer);
+// Reads the tail of a buffer from conform_buffer_tailed(`size` as given
+// there). On a read error or a changed byte writes "<what>: ..." (which
+// byte past the output, its value) to the detail and returns false.
+bool conform_tail_intact(conform_ctx_t* ctx, accel_buffer_t* buffer,
+                         size_t size, const char* what);
+
 // Reads all of `buffer` and compares it with `expected` (`size` bytes, the
 // buffer's size). On a mismatch writes "<what>: byte N is X, expected Y"
 // (or the read's error) to the detail and returns false.

@@ -15,8 +15,8 @@
 // casts of every dtype: each rounds once, to nearest even, by contract
 // (plugin.h), so any other value is a bug, however small (a flushed f16
 // subnormal is 6e-5 off, far inside a tolerance normalised by 3e9).
-// Elements outside the output range (a guarded prefix, GEMM's padding
-// columns) must be untouched.
+// Elements outside the output range (a guarded prefix, 256 bytes past the
+// end of elementwise outputs, GEMM's padding columns) must be untouched.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -190,12 +190,14 @@ static accel_status_t conform_op_buffer(conform_ctx_t* ctx,
   return status;
 }
 
-// Runs case `c` on `device` and reads the output region into `got`.
-// Returns the first failing status; the message is in accel_last_error()
-// or, for a timeout, reported by the caller.
+// Runs case `c` on `device` and reads the output region into `got`; the
+// output buffer, whose tail (conform_buffer_tailed) the caller checks, in
+// `*out_tail`. Returns the first failing status; the message is in
+// accel_last_error() or, for a timeout, reported by the caller.
 static accel_status_t conform_op_run(conform_ctx_t* ctx, accel_device_t* device,
                                      const conform_case_t* c,
-                                     unsigned char* got) {
+                                     unsigned char* got,
+                                     accel_buffer_t** out_tail) {
   const conform_op_spec_t* s = c->spec;
   size_t es = accel_dtype_size(s->dtype);
   size_t in_es = accel_dtype_size(s->in_dtype);
@@ -215,7 +217,7 @@ static accel_status_t conform_op_run(conform_ctx_t* ctx, accel_device_t* device,
   }
   accel_status_t status = conform_stream(ctx, device, &stream);
   if (status == ACCEL_OK) {
-    status = conform_op_buffer(ctx, device, out_init, out_n * es, &bo);
+    status = conform_buffer_tailed(ctx, device, out_init, out_n * es, &bo);
   }
   if (status == ACCEL_OK && s->op != CONFORM_OP_FILL &&
       s->op != CONFORM_OP_SCALE) {
@@ -255,6 +257,7 @@ static accel_status_t conform_op_run(conform_ctx_t* ctx, accel_device_t* device,
   if (status != ACCEL_OK) return status;
   status = conform_stream_wait(ctx, stream);
   if (status != ACCEL_OK) return status;
+  *out_tail = bo;
   return accel_buffer_read(bo, 0, got, out_n * es);
 }
 
@@ -305,7 +308,8 @@ static conform_result_t conform_case_on(conform_ctx_t* ctx,
   size_t out_n = s->op == CONFORM_OP_SUM ? c->off + 1 : c->off + c->count;
   unsigned char* got = conform_alloc(ctx, out_n * es);
   if (got == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
-  accel_status_t status = conform_op_run(ctx, device, c, got);
+  accel_buffer_t* out = NULL;
+  accel_status_t status = conform_op_run(ctx, device, c, got, &out);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
     return conform_report(ctx, CONFORM_UNSUPPORTED, "%s: %s",
                           accel_device_uri(device), accel_last_error());
@@ -316,6 +320,10 @@ static conform_result_t conform_case_on(conform_ctx_t* ctx,
              c->count);
     return conform_fail_wait(ctx, status, what);
   }
+  char what[96];
+  snprintf(what, sizeof(what), "%s, count %zu at offset %zu",
+           accel_device_uri(device), c->count, c->off);
+  if (!conform_tail_intact(ctx, out, out_n * es, what)) return CONFORM_FAIL;
   double norm =
       s->op == CONFORM_OP_SUM ? (c->x_abs_sum > 1 ? c->x_abs_sum : 1) : 0;
   size_t at = 0;

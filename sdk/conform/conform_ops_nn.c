@@ -23,8 +23,9 @@
 //   shared (stride 0), odd sizes, transposes, padded leading dimensions,
 //   gaps between members, interleaved C matrices, k = 0 and beta = 0 over
 //   a C full of NaN.
-// Elements outside the outputs (a guarded prefix, padding, gaps between
-// batch members) must be untouched.
+// Elements outside the outputs (a guarded prefix, 256 bytes past the end
+// of an activation's output, padding, gaps between batch members) must be
+// untouched.
 #include <accel/accel.h>
 #include <math.h>
 #include <stdio.h>
@@ -162,8 +163,8 @@ static conform_result_t conform_act_on(conform_ctx_t* ctx,
   // The output starts as the input (in place) or as a guard pattern.
   accel_status_t status = conform_stream(ctx, device, &stream);
   if (status == ACCEL_OK) {
-    status = conform_nn_buffer(ctx, device, c->in_place ? c->x : c->init,
-                               n * es, &out);
+    status = conform_buffer_tailed(ctx, device, c->in_place ? c->x : c->init,
+                                   n * es, &out);
   }
   if (status == ACCEL_OK && !c->in_place) {
     status = conform_nn_buffer(ctx, device, c->x, n * es, &in);
@@ -186,6 +187,9 @@ static conform_result_t conform_act_on(conform_ctx_t* ctx,
                           "%s, %s: an element before the output changed",
                           accel_device_uri(device), what);
   }
+  char where[160];
+  snprintf(where, sizeof(where), "%s, %s", accel_device_uri(device), what);
+  if (!conform_tail_intact(ctx, out, n * es, where)) return CONFORM_FAIL;
   double tol = conform_act_tolerance(s->op, s->dtype);
   for (size_t i = c->off; i < n; i++) {
     double err = conform_act_error(s, got, c->want, i);

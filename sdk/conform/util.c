@@ -348,6 +348,43 @@ bool conform_guarded_equal(conform_ctx_t* ctx, const unsigned char* host,
   return true;
 }
 
+accel_status_t conform_buffer_tailed(conform_ctx_t* ctx, accel_device_t* device,
+                                     const void* init, size_t size,
+                                     accel_buffer_t** out_buffer) {
+  unsigned char tail[CONFORM_TAIL_BYTES];
+  memset(tail, CONFORM_TAIL_BYTE, sizeof(tail));
+  accel_status_t status =
+      conform_buffer(ctx, device, size + sizeof(tail), out_buffer);
+  if (status == ACCEL_OK && size > 0) {
+    status = accel_buffer_write(*out_buffer, 0, init, size);
+  }
+  if (status == ACCEL_OK) {
+    status = accel_buffer_write(*out_buffer, size, tail, sizeof(tail));
+  }
+  return status;
+}
+
+bool conform_tail_intact(conform_ctx_t* ctx, accel_buffer_t* buffer,
+                         size_t size, const char* what) {
+  unsigned char tail[CONFORM_TAIL_BYTES];
+  accel_status_t status = accel_buffer_read(buffer, size, tail, sizeof(tail));
+  if (status != ACCEL_OK) {
+    conform_report(ctx, CONFORM_FAIL, "%s: read back: %s: %s", what,
+                   accel_status_string(status), accel_last_error());
+    return false;
+  }
+  for (size_t i = 0; i < sizeof(tail); i++) {
+    if (tail[i] != CONFORM_TAIL_BYTE) {
+      conform_report(ctx, CONFORM_FAIL,
+                     "%s: byte %zu past the output's end is 0x%02x, was "
+                     "0x%02x: the op wrote past its last element",
+                     what, i, tail[i], CONFORM_TAIL_BYTE);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool conform_verify(conform_ctx_t* ctx, accel_buffer_t* buffer,
                     const unsigned char* expected, size_t size,
                     const char* what) {
