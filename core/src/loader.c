@@ -289,14 +289,23 @@ static accel_status_t accel__copy_peer_native(accel__plugin_t* plugin,
                                src, src_offset, size);
 }
 
-// Peer copy for plugins without one: read the source synchronously into a
-// bounce buffer, then write it on the destination stream and wait, so the
-// bounce buffer can be freed.
+// Peer copy for plugins without one: wait for the destination stream (so
+// the copy runs in stream order: behind the stream's earlier work and its
+// waits for events, such as the one a producer on the source device
+// recorded after writing the source), read the source synchronously into
+// a bounce buffer, then write it on the destination stream and wait, so
+// the bounce buffer can be freed. Reading at enqueue without the first
+// wait read a source the stream had not yet been allowed to see
+// (accel-conform's copy.peer_stream_order).
 static accel_status_t accel__copy_peer_staged(accel__plugin_t* plugin,
                                               void* dst_device, void* stream,
                                               void* dst, size_t dst_offset,
                                               void* src_device, const void* src,
                                               size_t src_offset, size_t size) {
+  if (stream != NULL) {
+    accel_status_t status = plugin->ops.stream_synchronize(stream);
+    if (status != ACCEL_OK) return status;
+  }
   void* bounce = malloc(size);
   if (bounce == NULL) {
     return accel__fail(ACCEL_ERROR_OUT_OF_MEMORY,

@@ -310,6 +310,82 @@ static conform_result_t conform_copy_peer(conform_ctx_t* ctx, const void* arg) {
                         can ? "direct" : "staged by the core");
 }
 
+// A peer copy in stream order: the peer's stream runs heavy work, then
+// writes new bytes over the whole source buffer and records `ready`; the
+// device's stream waits for `ready` and copies the first 4 KiB of the
+// source over. The copy must read the new bytes. One that reads the source
+// when it is enqueued (the core's copy staged through the host, for
+// plugins without copy_peer, did so until 2026-11-30, ahead of the
+// stream's wait) reads the stale ones. A try counts only when `ready` was
+// still pending as the copy was enqueued; otherwise it is repeated behind
+// more work (8 tries, then SKIP). Plugins without peer access run it too:
+// the core stages the copy. A wrong result fails whatever the timing.
+static conform_result_t conform_copy_peer_order(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  if (ctx->peer == NULL) {
+    return conform_report(ctx, CONFORM_SKIP, "only one device");
+  }
+  enum { BYTES = 8 << 20, USED = 4096, STALE = 0x07 };
+  accel_stream_t* producer = NULL;
+  accel_stream_t* consumer = NULL;
+  accel_event_t* ready = NULL;
+  accel_buffer_t* src = NULL;
+  accel_buffer_t* dst = NULL;
+  unsigned char* fresh = conform_alloc(ctx, BYTES);
+  unsigned char* want = conform_alloc(ctx, USED);
+  if (fresh == NULL || want == NULL) {
+    return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  }
+  accel_status_t status = conform_stream(ctx, ctx->peer, &producer);
+  if (status == ACCEL_OK) status = conform_stream(ctx, ctx->device, &consumer);
+  if (status == ACCEL_OK) status = conform_event(ctx, ctx->peer, 0, &ready);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->peer, BYTES, &src);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, USED, &dst);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  int rounds = 2;
+  for (int t = 0; t < 8; t++, rounds *= 2) {
+    for (size_t i = 0; i < BYTES; i++) fresh[i] = (unsigned char)(i * 7 + t + 1);
+    memcpy(want, fresh, USED);
+    status = accel_buffer_fill(src, 0, STALE, BYTES);
+    if (status == ACCEL_OK) status = accel_buffer_fill(dst, 0, 0xa5, USED);
+    if (status == ACCEL_OK) status = conform_heavy_work(ctx, producer, rounds);
+    if (status == ACCEL_OK) {
+      status = accel_stream_write_buffer(producer, src, 0, fresh, BYTES);
+    }
+    if (status == ACCEL_OK) status = accel_event_record(ready, producer);
+    if (status == ACCEL_OK) status = accel_stream_wait_event(consumer, ready);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "enqueue");
+    bool early = true;
+    status = accel_event_query(ready, &early);
+    if (status != ACCEL_OK) return conform_fail_status(ctx, status, "query");
+    status = accel_stream_copy_buffer(consumer, dst, 0, src, 0, USED);
+    if (status != ACCEL_OK) {
+      return conform_fail_status(ctx, status, "peer copy on a stream");
+    }
+    status = conform_stream_wait(ctx, consumer);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+    status = conform_stream_wait(ctx, producer);
+    if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+    char what[160];
+    snprintf(what, sizeof(what),
+             "a copy from %s enqueued behind a wait for the event recorded "
+             "after new bytes were written there (stream order)",
+             accel_device_uri(ctx->peer));
+    if (!conform_verify(ctx, dst, want, USED, what)) return CONFORM_FAIL;
+    if (!early) {
+      return conform_report(ctx, CONFORM_PASS,
+                            "the copy from %s read the bytes written before "
+                            "the event it waited for (try %d)",
+                            accel_device_uri(ctx->peer), t + 1);
+    }
+  }
+  return conform_report(ctx, CONFORM_SKIP,
+                        "the producer's work always finished before the "
+                        "copy was enqueued (up to %d rounds of copies)",
+                        rounds / 2);
+}
+
 static conform_result_t conform_memset_check(conform_ctx_t* ctx,
                                              const void* arg) {
   bool on_stream = arg != NULL;
@@ -361,6 +437,7 @@ static const conform_check_t conform_copy[] = {
     {"copy.stream", conform_copy_stream, NULL},
     {"copy.bounds", conform_copy_bounds, NULL},
     {"copy.peer", conform_copy_peer, NULL},
+    {"copy.peer_stream_order", conform_copy_peer_order, NULL},
     {"memset.sync", conform_memset_check, NULL},
     {"memset.stream", conform_memset_check, &conform_on_stream},
 };

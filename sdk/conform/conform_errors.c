@@ -34,6 +34,56 @@ static accel_status_t conform_error_launch(accel_kernel_t* fail,
   return accel_kernel_launch(fail, s, &config, 1, &a);
 }
 
+// After a CPU-ABI kernel failed through ctx->fail on stream `s`
+// (cpu_kernel.h: "work queued after the launch is skipped"): a small write
+// and a small fill enqueued on `s` now must not land in `probe` (work a
+// plugin runs at once on the caller's thread for an idle stream included),
+// and `e`, re-recorded on a new healthy stream, must complete without the
+// old error (plugin.h: re-recording replaces the previous capture).
+// Reported on failure; PASS otherwise.
+enum { CONFORM_PROBE_BYTES = 4096, CONFORM_PROBE_OLD = 0x11 };
+static conform_result_t conform_error_after_fail(conform_ctx_t* ctx,
+                                                 accel_stream_t* s,
+                                                 accel_event_t* e,
+                                                 accel_buffer_t* probe) {
+  unsigned char bytes[CONFORM_PROBE_BYTES];
+  memset(bytes, 0x22, sizeof(bytes));
+  // Either may be refused at the enqueue with the sticky error, or taken
+  // and skipped: both leave the buffer alone.
+  (void)accel_stream_write_buffer(s, probe, 0, bytes, sizeof(bytes) / 2);
+  (void)accel_stream_fill_buffer(s, probe, sizeof(bytes) / 2, 0x33,
+                                 sizeof(bytes) / 2);
+  accel_status_t status = conform_stream_sync(ctx, s);
+  if (ctx->hung) return conform_fail_wait(ctx, status, "stream_synchronize");
+  memset(bytes, CONFORM_PROBE_OLD, sizeof(bytes));
+  if (!conform_verify(ctx, probe, bytes, sizeof(bytes),
+                      "a write and a fill enqueued on the stream after its "
+                      "kernel failed must be skipped (cpu_kernel.h)")) {
+    return CONFORM_FAIL;
+  }
+  accel_stream_t* fresh = NULL;
+  status = conform_stream(ctx, ctx->device, &fresh);
+  if (status == ACCEL_OK) status = accel_event_record(e, fresh);
+  if (status == ACCEL_OK) status = conform_event_sync(ctx, e);
+  if (status != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "an event recorded after the failure, recorded "
+                          "again on a new stream with no error: %s (%s); "
+                          "the new record replaces the old one (plugin.h)",
+                          accel_status_string(status), accel_last_error());
+  }
+  bool done = false;
+  status = accel_event_query(e, &done);
+  if (status != ACCEL_OK || !done) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "event re-recorded on a healthy stream: "
+                          "event_query gave %s, done %d after its "
+                          "synchronize returned ACCEL_OK",
+                          accel_status_string(status), (int)done);
+  }
+  return CONFORM_PASS;
+}
+
 static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
                                              const void* arg) {
   (void)arg;
@@ -43,9 +93,16 @@ static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
   accel_stream_t* s = NULL;
   accel_event_t* e = NULL;
   accel_buffer_t* flag = NULL;
+  accel_buffer_t* probe = NULL;  // CONFORM_PROBE_BYTES of CONFORM_PROBE_OLD
   accel_status_t status = conform_stream(ctx, ctx->device, &s);
   if (status == ACCEL_OK) status = conform_event(ctx, ctx->device, 0, &e);
   if (status == ACCEL_OK) status = conform_error_flag(ctx, &flag);
+  if (status == ACCEL_OK) {
+    status = conform_buffer(ctx, ctx->device, CONFORM_PROBE_BYTES, &probe);
+  }
+  if (status == ACCEL_OK) {
+    status = accel_buffer_fill(probe, 0, CONFORM_PROBE_OLD, CONFORM_PROBE_BYTES);
+  }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   status = conform_error_launch(fail, s, flag);
   if (status != ACCEL_OK) {
@@ -119,6 +176,9 @@ static conform_result_t conform_error_sticky(conform_ctx_t* ctx,
                           "ACCEL_ERROR_DEVICE_LOST, but stream_synchronize "
                           "reported %s",
                           accel_status_string(first));
+  }
+  if (marker == 3 && conform_error_after_fail(ctx, s, e, probe) != CONFORM_PASS) {
+    return CONFORM_FAIL;
   }
   return conform_report(ctx, CONFORM_PASS, "sticky %s reached every query%s",
                         accel_status_string(first),
