@@ -166,7 +166,11 @@ static void accel_cpu_rows_convert(accel_cpu_pool_t* pool,
                      accel_cpu_rows_chunk, r);
 }
 
-// C = beta * C for k == 0 (BLAS libraries disagree on k == 0).
+// C = beta * C for k == 0 (BLAS libraries disagree on k == 0) and for
+// alpha == 0, where reference BLAS and cuBLAS skip the product (so NaN or
+// inf in A or B does not reach C) and oneDNN 2.6's bf16 matmul with an
+// output scale of 0 and a sum post-op wrote NaN (accel-conform's
+// ops.gemm.bf16, alpha 0 beta 0.5).
 static void accel_cpu_gemm_scale_c(const accel_plugin_gemm_t* g) {
   size_t es = accel_plugin_dtype_size(g->c_dtype);
   float row[512];
@@ -304,7 +308,7 @@ accel_status_t accel_cpu_gemm_execute(accel_cpu_plugin_t* plugin,
                                       const accel_cpu_gemm_engine_t* e,
                                       const accel_plugin_gemm_t* g,
                                       char* message, size_t size) {
-  if (g->k == 0) {
+  if (g->k == 0 || g->alpha == 0) {
     accel_cpu_gemm_scale_c(g);
     return ACCEL_OK;
   }
@@ -363,7 +367,8 @@ static accel_status_t accel_cpu_gemm_call(accel_cpu_device_t* device, void* arg,
 
 // What op_gemm and op_gemm_batched check before queuing `gemm`: the dtype
 // combination and leading dimensions the engines take; then the pool and
-// (unless k == 0) the engine for the dtype, into `*out_pool`, `*engine`.
+// (unless k or alpha is 0) the engine for the dtype, into `*out_pool`,
+// `*engine`.
 static accel_status_t accel_cpu_gemm_prepare(accel_cpu_device_t* device,
                                              const accel_plugin_gemm_t* gemm,
                                              accel_cpu_pool_t** out_pool,
@@ -387,7 +392,7 @@ static accel_status_t accel_cpu_gemm_prepare(accel_cpu_device_t* device,
                       device->index, INT_MAX);
   }
   accel_status_t status = accel_cpu_pool_get(device->plugin, out_pool);
-  if (status != ACCEL_OK || gemm->k == 0) return status;
+  if (status != ACCEL_OK || gemm->k == 0 || gemm->alpha == 0) return status;
   return accel_cpu_gemm_engine_get(device->plugin, *out_pool, gemm, engine);
 }
 

@@ -421,6 +421,9 @@ static const conform_batch_shape_t conform_batch_shapes[] = {
     {3, 33, 65, 17, 0, 0, 0, 5, 1, 0, 0, 1, 0.25},
     {16, 16, 16, 16, 0, 0, 0, 0, 0, 1, 0, 2, 0},
     {9, 2, 31, 6, 1, 1, 0, 4, 0, 0, 1, -1, 1},
+    // alpha 0 with beta 0 still writes 0 over a C of NaN, as plugin.h's
+    // C = alpha * op(A) * op(B) + beta * C says.
+    {2, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 #define CONFORM_NBATCH \
   (sizeof(conform_batch_shapes) / sizeof(conform_batch_shapes[0]))

@@ -10,7 +10,8 @@
 // and next to the midpoints (not truncate). Results are compared bit for
 // bit with the SDK's conversions (<accel/plugin_dtype.h>). And a sum of
 // f16 (bf16) values must not accumulate in f16 (bf16), nor a long f32
-// sum in one running f32 total.
+// sum in one running f32 total. scale and axpy must use alpha as given,
+// in f32, not rounded to f16 (bf16) first.
 #include <accel/plugin_dtype.h>
 #include <math.h>
 #include <stdio.h>
@@ -288,6 +289,117 @@ static conform_result_t conform_round_sum(conform_ctx_t* ctx, const void* arg) {
                         count, g, want);
 }
 
+enum { CONFORM_ALPHA_COUNT = 1024 };
+
+// scale and axpy on f16 (bf16): accel.h says "F16/BF16 arithmetic is done
+// in f32 and rounded to nearest even on store", so alpha enters the f32
+// product as it is and only the product is rounded, once. alpha sits just
+// below the midpoint between 1 and the next f16 (bf16) value: 1 + 2^-11 -
+// 2^-22 (1 + 2^-8 - 2^-20), exact in f32. Rounded to f16 (bf16) first it
+// becomes 1 and the result is x itself; the f32 product x * alpha is x
+// plus s/2048 (s/256) of x's last place, s its significand (1024..2047;
+// 128..255), less about 2^-22 (2^-20) of x, which rounds up to x's next
+// neighbour for every s above 1024 (128): e.g. bf16 3 * alpha is 3 +
+// 0.75 * 2^-6 - tiny, which rounds to 3 + 2^-6 where 3 * 1 = 3. The
+// distance to the midpoint (at least 2^-22 of x) is more than an f32
+// rounding error (2^-24 of x), so computing the product in double or with
+// an fma gives the same bits. The suite's other scalars (-1.5, 0.75) are
+// exact in f16 and bf16 and cannot see the difference.
+typedef struct conform_alpha_arg {
+  bool bf16, axpy;
+} conform_alpha_arg_t;
+
+static conform_result_t conform_round_alpha(conform_ctx_t* ctx,
+                                            const void* arg) {
+  const conform_alpha_arg_t* a = arg;
+  bool bf16 = a->bf16;
+  accel_dtype_t dtype = bf16 ? ACCEL_DTYPE_BF16 : ACCEL_DTYPE_F16;
+  if (!conform_round_claimed(ctx, bf16)) return CONFORM_UNSUPPORTED;
+  const double alpha = bf16 ? 1 + 0x1p-8 - 0x1p-20 : 1 + 0x1p-11 - 0x1p-22;
+  const float alpha_f = (float)alpha;  // exact
+  const float alpha_rounded = bf16 ? accel_plugin_bf16_to_f32(
+                                         accel_plugin_f32_to_bf16(alpha_f))
+                                   : accel_plugin_f16_to_f32(
+                                         accel_plugin_f32_to_f16(alpha_f));
+  size_t n = CONFORM_ALPHA_COUNT;
+  uint16_t* x = conform_alloc(ctx, n * 2);
+  uint16_t* want = conform_alloc(ctx, n * 2);
+  uint16_t* got = conform_alloc(ctx, n * 2);
+  uint16_t* zero = conform_alloc(ctx, n * 2);
+  if (!x || !want || !got || !zero) {
+    return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  }
+  // Both signs, exponents 2^-6..2^6 (normal, far from overflow: x * alpha
+  // near the largest f16 would round to inf), significands that are not a
+  // power of two (those round to x either way). x[0] is 3.
+  uint64_t rng = ctx->seed + 31;
+  size_t sensitive = 0;
+  for (size_t i = 0; i < n; i++) {
+    unsigned bits = bf16 ? 7 : 10;
+    uint64_t r = conform_rand(&rng);
+    double sig = (double)((1u << bits) + 1 + r % ((1u << bits) - 1));
+    double v = ldexp(sig, (int)((r >> 16) % 13) - 6 - (int)bits);
+    if ((r >> 32) & 1) v = -v;
+    if (i == 0) v = 3;
+    x[i] = bf16 ? accel_plugin_f64_to_bf16(v) : accel_plugin_f64_to_f16(v);
+    float xf = bf16 ? accel_plugin_bf16_to_f32(x[i])
+                    : accel_plugin_f16_to_f32(x[i]);
+    // One f32 product, rounded once; axpy adds y = +0, which changes
+    // nothing (x is never 0).
+    volatile float p = alpha_f * xf;
+    volatile float q = alpha_rounded * xf;
+    want[i] = bf16 ? accel_plugin_f32_to_bf16(p) : accel_plugin_f32_to_f16(p);
+    uint16_t wrong =
+        bf16 ? accel_plugin_f32_to_bf16(q) : accel_plugin_f32_to_f16(q);
+    sensitive += wrong != want[i];
+  }
+  accel_stream_t* stream = NULL;
+  accel_buffer_t *xb = NULL, *yb = NULL;
+  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
+  if (status == ACCEL_OK) status = conform_buffer(ctx, ctx->device, n * 2, &xb);
+  if (status == ACCEL_OK) status = accel_buffer_write(xb, 0, x, n * 2);
+  if (status == ACCEL_OK && a->axpy) {
+    status = conform_buffer(ctx, ctx->device, n * 2, &yb);
+    if (status == ACCEL_OK) status = accel_buffer_write(yb, 0, zero, n * 2);
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  const char* op = a->axpy ? "op_axpy" : "op_scale";
+  status = a->axpy ? accel_op_axpy(stream, yb, 0, xb, 0, dtype, n, alpha)
+                   : accel_op_scale(stream, xb, 0, dtype, n, alpha);
+  if (status == ACCEL_ERROR_UNSUPPORTED) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "%s: %s", op,
+                          accel_last_error());
+  }
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, op);
+  status = conform_stream_wait(ctx, stream);
+  if (status == ACCEL_OK) {
+    status = accel_buffer_read(a->axpy ? yb : xb, 0, got, n * 2);
+  }
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, op);
+  for (size_t i = 0; i < n; i++) {
+    if (got[i] != want[i]) {
+      return conform_report(
+          ctx, CONFORM_FAIL,
+          "%s %s, alpha %.17g: element %zu, x 0x%04x, gave 0x%04x, expected "
+          "0x%04x (the f32 product rounded once; alpha rounded to %s "
+          "first gives 0x%04x)",
+          accel_dtype_name(dtype), a->axpy ? "axpy (y = +0)" : "scale", alpha,
+          i, x[i], got[i], want[i], accel_dtype_name(dtype),
+          bf16 ? accel_plugin_f32_to_bf16(alpha_rounded *
+                                          accel_plugin_bf16_to_f32(x[i]))
+               : accel_plugin_f32_to_f16(alpha_rounded *
+                                         accel_plugin_f16_to_f32(x[i])));
+    }
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "%zu values, alpha %.17g: %zu of them wrong if alpha "
+                        "is rounded to %s first",
+                        n, alpha, sensitive, accel_dtype_name(dtype));
+}
+
+static const conform_alpha_arg_t conform_alpha_args[] = {
+    {false, false}, {true, false}, {false, true}, {true, true}};
+
 static const int conform_bf16 = ACCEL_DTYPE_BF16;
 static const int conform_f32 = ACCEL_DTYPE_F32;
 
@@ -301,6 +413,10 @@ static const conform_check_t conform_rounds[] = {
     {"round.sum.f16", conform_round_sum, NULL},
     {"round.sum.bf16", conform_round_sum, &conform_bf16},
     {"round.sum.f32", conform_round_sum, &conform_f32},
+    {"round.scale.f16", conform_round_alpha, &conform_alpha_args[0]},
+    {"round.scale.bf16", conform_round_alpha, &conform_alpha_args[1]},
+    {"round.axpy.f16", conform_round_alpha, &conform_alpha_args[2]},
+    {"round.axpy.bf16", conform_round_alpha, &conform_alpha_args[3]},
 };
 
 const conform_check_t* conform_round_checks(size_t* out_count) {
