@@ -352,16 +352,49 @@ typedef struct accel_opencl_host_call {
   atomic_uint* pending;  // plugin->relays: unload waits for the callback
 } accel_opencl_host_call_t;
 
-static void CL_CALLBACK accel_opencl_host_call_fire(cl_event marker,
-                                                    cl_int status, void* data) {
-  (void)marker;
-  accel_opencl_host_call_t* call = data;
+// Calls the function (unless the work before failed), completes the gate
+// and frees the call.
+static void accel_opencl_host_call_run(accel_opencl_host_call_t* call,
+                                       cl_int status) {
   if (status >= 0) call->fn(call->user);
   call->cl->clSetUserEventStatus(call->gate, status < 0 ? status : CL_COMPLETE);
   call->cl->clReleaseEvent(call->gate);
   atomic_uint* pending = call->pending;
   free(call);
   atomic_fetch_sub(pending, 1);  // last: unload may proceed
+}
+
+// True on a thread inside clSetEventCallback for a host function. A
+// runtime may run the callback right there when the marker has already
+// completed (PoCL does, on an idle queue): the function would then run
+// inside launch_host_func, on the caller's thread, which controls.h rules
+// out ("never inside this call"; accel-conform's control.host_func.idle).
+static _Thread_local bool accel_opencl_setting_callback;
+
+static void* accel_opencl_host_call_thread(void* data) {
+  accel_opencl_host_call_run(data, CL_COMPLETE);
+  return NULL;
+}
+
+static void CL_CALLBACK accel_opencl_host_call_fire(cl_event marker,
+                                                    cl_int status, void* data) {
+  (void)marker;
+  accel_opencl_host_call_t* call = data;
+  if (accel_opencl_setting_callback && status >= 0) {
+    // A thread of its own, detached; unload waits for `pending` as for
+    // the runtime's callback thread.
+    pthread_attr_t attr;
+    pthread_t thread;
+    if (pthread_attr_init(&attr) == 0) {
+      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+      int rc = pthread_create(&thread, &attr, accel_opencl_host_call_thread,
+                              call);
+      pthread_attr_destroy(&attr);
+      if (rc == 0) return;
+    }
+    // No thread to be had: late is better than never, so run it here.
+  }
+  accel_opencl_host_call_run(call, status);
 }
 
 accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
@@ -397,8 +430,10 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
   }
   cl->clRetainEvent(gate);  // the callback's reference
   atomic_fetch_add(call->pending, 1);
+  accel_opencl_setting_callback = true;
   err = cl->clSetEventCallback(marker, CL_COMPLETE, accel_opencl_host_call_fire,
                                call);
+  accel_opencl_setting_callback = false;
   if (err != CL_SUCCESS) {
     atomic_fetch_sub(call->pending, 1);
     cl->clReleaseEvent(gate);

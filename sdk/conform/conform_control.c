@@ -5,9 +5,12 @@
 // any other), host functions (they run after the work enqueued before them
 // and hold up the work after them, once each and in order, across streams
 // through events, and bad arguments are refused) and events created with
-// ACCEL_EVENT_BLOCKING_SYNC. A plugin without host functions reports them
+// ACCEL_EVENT_BLOCKING_SYNC. Host functions also run off the enqueuing
+// thread even on an idle stream, and one that is running does not block
+// accel_stream_query. A plugin without host functions reports them
 // unsupported. Host functions here never call accel and never wait for
 // the checking thread, as the contract asks.
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -412,6 +415,159 @@ static conform_result_t conform_host_func_errors(conform_ctx_t* ctx,
   return conform_report(ctx, CONFORM_PASS, "NULL function and stream refused");
 }
 
+// What the host function of the idle check saw: the thread it ran on.
+typedef struct conform_host_thread {
+  pthread_t thread;  // written before `calls` is bumped
+  atomic_int calls;
+} conform_host_thread_t;
+
+static void conform_host_record_thread(void* user) {
+  conform_host_thread_t* p = user;
+  p->thread = pthread_self();
+  atomic_fetch_add(&p->calls, 1);  // seq_cst: publishes `thread`
+}
+
+// controls.h: a host function "runs on a thread of the backend's choosing
+// (never inside this call)". The other host_func checks enqueue behind
+// heavy work, so a plugin that calls the function inline only when the
+// stream is idle (nothing to order it after) slips past them. Here the
+// stream is fresh and idle. Whether the function had run when the enqueue
+// returned proves nothing (a fast worker may have run it already), so the
+// thread it ran on decides: never the enqueuing one.
+static conform_result_t conform_host_func_idle(conform_ctx_t* ctx,
+                                               const void* arg) {
+  (void)arg;
+  accel_stream_t* s = NULL;
+  conform_host_thread_t* p = conform_alloc(ctx, sizeof(*p));
+  if (p == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  atomic_init(&p->calls, 0);
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "stream");
+  // Idle for certain: nothing was ever enqueued, and a synchronize of an
+  // empty stream returns at once.
+  status = conform_stream_sync(ctx, s);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "idle stream");
+  pthread_t self = pthread_self();
+  CONFORM_HOST_FUNC(ctx, s, conform_host_record_thread, p);
+  int calls_at_return = atomic_load(&p->calls);
+  if (calls_at_return > 0 && pthread_equal(p->thread, self)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a host function enqueued on an idle stream ran "
+                          "inside accel_stream_launch_host_func, on the "
+                          "calling thread (controls.h: never inside this "
+                          "call)");
+  }
+  status = conform_stream_sync(ctx, s);
+  if (status != ACCEL_OK) return conform_fail_wait(ctx, status, "stream");
+  int calls = atomic_load(&p->calls);
+  if (calls != 1) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a host function on an idle stream ran %d times "
+                          "by a synchronize",
+                          calls);
+  }
+  if (pthread_equal(p->thread, self)) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a host function enqueued on an idle stream ran "
+                          "on the enqueuing thread (controls.h: on a thread "
+                          "of the backend's choosing, never inside this "
+                          "call)");
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "on an idle stream: once, off the enqueuing thread%s",
+                        calls_at_return ? " (already done at return)" : "");
+}
+
+// A host function that naps with the stream held up: `started` when it
+// begins, `finished` when it is about to return.
+typedef struct conform_host_nap {
+  atomic_int started;
+  atomic_int finished;
+  atomic_int calls;
+} conform_host_nap_t;
+
+enum {
+  CONFORM_HOST_NAP_MS = 300,       // how long the function runs
+  CONFORM_QUERY_LIMIT_MS = 100,    // how long a query may take meanwhile
+};
+
+static void conform_host_long_nap(void* user) {
+  conform_host_nap_t* p = user;
+  atomic_store(&p->started, 1);
+  conform_control_nap_ms(CONFORM_HOST_NAP_MS);
+  atomic_store(&p->finished, 1);
+  atomic_fetch_add(&p->calls, 1);
+}
+
+// accel.h: accel_stream_query reports "whether all enqueued work has
+// finished, without blocking". A worker that keeps the stream's lock
+// while a host function runs makes the query wait for the whole function
+// (300 ms here); cuStreamQuery returns at once. The query must come back
+// well inside the nap, and not done (the function has not returned).
+static conform_result_t conform_host_func_query(conform_ctx_t* ctx,
+                                                const void* arg) {
+  (void)arg;
+  accel_stream_t* s = NULL;
+  conform_host_nap_t* p = conform_alloc(ctx, sizeof(*p));
+  if (p == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  atomic_init(&p->started, 0);
+  atomic_init(&p->finished, 0);
+  atomic_init(&p->calls, 0);
+  accel_status_t status = conform_stream(ctx, ctx->device, &s);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "stream");
+  CONFORM_HOST_FUNC(ctx, s, conform_host_long_nap, p);
+  // Bounded wait for the function to begin; it touches `p` until it
+  // returns, so on a timeout leave the check hung (its memory leaked)
+  // rather than free `p` under it.
+  double deadline = conform_now() + ctx->timeout_s;
+  while (!atomic_load(&p->started)) {
+    if (conform_now() > deadline) {
+      ctx->hung = true;  // leaks `p` and the stream (util.c)
+      return conform_report(ctx, CONFORM_FAIL,
+                            "a host function on an idle stream had not "
+                            "started after %.0f s",
+                            ctx->timeout_s);
+    }
+    conform_control_nap_ms(1);
+  }
+  bool done = true;
+  double t0 = conform_now();
+  status = accel_stream_query(s, &done);
+  double query_ms = (conform_now() - t0) * 1e3;
+  // Read after the query returned: if the function had not finished by
+  // then, the stream cannot have been done when the query looked.
+  int finished = atomic_load(&p->finished);
+  if (status != ACCEL_OK) {
+    accel_status_t wait = conform_stream_sync(ctx, s);
+    if (wait != ACCEL_OK) return conform_fail_wait(ctx, wait, "stream");
+    return conform_fail_status(ctx, status, "query");
+  }
+  accel_status_t wait = conform_stream_sync(ctx, s);
+  if (wait != ACCEL_OK) return conform_fail_wait(ctx, wait, "stream");
+  if (query_ms > CONFORM_QUERY_LIMIT_MS) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "accel_stream_query took %.0f ms while a %d ms "
+                          "host function ran (accel.h: without blocking; "
+                          "limit %d ms)",
+                          query_ms, CONFORM_HOST_NAP_MS,
+                          CONFORM_QUERY_LIMIT_MS);
+  }
+  if (done && !finished) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "accel_stream_query said done while a host "
+                          "function on the stream was still running");
+  }
+  if (atomic_load(&p->calls) != 1) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the host function ran %d times by a synchronize",
+                          atomic_load(&p->calls));
+  }
+  return conform_report(ctx, CONFORM_PASS,
+                        "query returned in %.1f ms during a %d ms host "
+                        "function",
+                        query_ms, CONFORM_HOST_NAP_MS);
+}
+
 static conform_result_t conform_event_blocking_sync(conform_ctx_t* ctx,
                                                     const void* arg) {
   (void)arg;
@@ -472,6 +628,8 @@ static const conform_check_t conform_control_table[] = {
     {"control.host_func.many", conform_host_func_many, NULL},
     {"control.host_func.cross_stream", conform_host_func_cross, NULL},
     {"control.host_func.errors", conform_host_func_errors, NULL},
+    {"control.host_func.idle", conform_host_func_idle, NULL},
+    {"control.host_func.query_nonblocking", conform_host_func_query, NULL},
     {"control.event.blocking_sync", conform_event_blocking_sync, NULL},
 };
 
