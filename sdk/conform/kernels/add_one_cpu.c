@@ -5,6 +5,7 @@
 // computes is specified in README.md in this directory; conform_kernel.c
 // and conform_launch.c check it.
 #include <accel/cpu_kernel.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -149,4 +150,117 @@ ACCEL_CPU_KERNEL(accel_conform_fail) {
   } else {
     *flag = 2;
   }
+}
+
+// State words of accel_conform_workers (uint32_t each), then the busy
+// counters, one per worker index below the bound.
+enum {
+  CONFORM_WORKERS_RUNNING,     // blocks between their start and end marks
+  CONFORM_WORKERS_COLLISIONS,  // collisions seen, all blocks together
+  CONFORM_WORKERS_WORKER,      // the first collision: worker,
+  CONFORM_WORKERS_BLOCK,       // block_idx[0]
+  CONFORM_WORKERS_KIND,        // and what it was (1 to 4, below)
+  CONFORM_WORKERS_OVERLAPPED,  // blocks that saw another one running
+  CONFORM_WORKERS_CALLS,       // blocks run
+  CONFORM_WORKERS_LONELY,      // blocks that waited out `wait_us` alone
+  CONFORM_WORKERS_BUSY         // busy[0] starts here
+};
+
+// Spins for about a microsecond's fraction without a system call: the
+// waiting block must not slow down the one it waits for (on its
+// hyper-thread sibling) nor sleep past it.
+static void conform_workers_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Counts a collision of `kind` seen by block `b` on `worker`; the first
+// one's details are kept for the report.
+static void conform_workers_collide(uint32_t* state, uint32_t worker,
+                                    uint32_t b, uint32_t kind) {
+  if (__atomic_fetch_add(&state[CONFORM_WORKERS_COLLISIONS], 1,
+                         __ATOMIC_RELAXED) == 0) {
+    state[CONFORM_WORKERS_WORKER] = worker;
+    state[CONFORM_WORKERS_BLOCK] = b;
+    state[CONFORM_WORKERS_KIND] = kind;
+  }
+}
+
+// args: uint32_t* state, uint32_t bound, uint32_t wait_us,
+//       uint32_t max_lonely
+// CPU ABI only: checks that blocks running at the same time have distinct
+// `worker` values and distinct shared memory. `state` holds the words
+// above then `bound` busy counters, all zero. Each block (1D grid) marks
+// busy[worker] (kind 1: worker >= bound; kind 2: it was already marked),
+// fills its shared memory with its block_idx[0], counts itself running,
+// then spins until another block runs too or `wait_us` pass (after
+// `max_lonely` blocks waited in vain, the others no longer wait: a device
+// that runs blocks one at a time pays little). It then checks its shared
+// memory still holds its index (kind 3) and busy[worker] is still 1
+// (kind 4), and unmarks both. Counting itself running only after the
+// fill is what makes a block that sees another running see that block's
+// fill too (release / acquire), so a shared slot given to both is caught.
+// The atomics are the GCC / Clang builtins: the buffer is plain memory.
+ACCEL_CPU_KERNEL(accel_conform_workers) {
+  uint32_t* state = *(uint32_t* const*)args[0];
+  uint32_t bound = *(const uint32_t*)args[1];
+  uint32_t wait_us = *(const uint32_t*)args[2];
+  uint32_t max_lonely = *(const uint32_t*)args[3];
+  uint32_t b = ctx->block_idx[0];
+  uint32_t worker = ctx->worker;
+  uint32_t* busy = state + CONFORM_WORKERS_BUSY;
+  __atomic_fetch_add(&state[CONFORM_WORKERS_CALLS], 1, __ATOMIC_RELAXED);
+  if (worker >= bound) {
+    conform_workers_collide(state, worker, b, 1);
+    return;
+  }
+  if (__atomic_fetch_add(&busy[worker], 1, __ATOMIC_ACQ_REL) != 0) {
+    conform_workers_collide(state, worker, b, 2);
+  }
+  // volatile: another block writing here is the bug looked for, so the
+  // compiler must not assume the bytes are still the ones written.
+  volatile uint32_t* shared = ctx->shared_mem;
+  size_t words = shared != NULL ? ctx->shared_mem_bytes / sizeof(uint32_t) : 0;
+  for (size_t i = 0; i < words; i++) shared[i] = b;
+  __atomic_fetch_add(&state[CONFORM_WORKERS_RUNNING], 1, __ATOMIC_ACQ_REL);
+  bool overlapped = false;
+  if (__atomic_load_n(&state[CONFORM_WORKERS_LONELY], __ATOMIC_RELAXED) <
+      max_lonely) {
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+      for (int i = 0; i < 64 && !overlapped; i++) {
+        overlapped = __atomic_load_n(&state[CONFORM_WORKERS_RUNNING],
+                                     __ATOMIC_ACQUIRE) >= 2;
+        conform_workers_pause();
+      }
+      if (overlapped) break;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1000000.0 +
+              (now.tv_nsec - start.tv_nsec) / 1e3 >=
+          wait_us) {
+        __atomic_fetch_add(&state[CONFORM_WORKERS_LONELY], 1,
+                           __ATOMIC_RELAXED);
+        break;
+      }
+    }
+  }
+  if (overlapped) {
+    __atomic_fetch_add(&state[CONFORM_WORKERS_OVERLAPPED], 1,
+                       __ATOMIC_RELAXED);
+  }
+  for (size_t i = 0; i < words; i++) {
+    if (shared[i] != b) {
+      conform_workers_collide(state, worker, b, 3);
+      break;
+    }
+  }
+  if (__atomic_load_n(&busy[worker], __ATOMIC_ACQUIRE) != 1) {
+    conform_workers_collide(state, worker, b, 4);
+  }
+  __atomic_fetch_sub(&state[CONFORM_WORKERS_RUNNING], 1, __ATOMIC_ACQ_REL);
+  __atomic_fetch_sub(&busy[worker], 1, __ATOMIC_ACQ_REL);
 }
