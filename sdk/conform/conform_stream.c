@@ -3,9 +3,10 @@
 // Stream checks: in-order execution of a dependent chain, two streams
 // making progress independently, a cross-stream wait on an event recorded
 // after heavy work, query, synchronize, a synchronize while another
-// thread keeps the stream busy, a release that waits for the work, and many
-// streams at once. Waits are bounded (--timeout), so a stream that never
-// drains fails its check.
+// thread keeps the stream busy, a release that waits for the work, many
+// streams at once, and two threads sharing one stream with small work
+// (conform_stream_threads.c). Waits are bounded (--timeout), so a stream
+// that never drains fails its check.
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -493,6 +494,10 @@ static conform_result_t conform_stream_many(conform_ctx_t* ctx,
                         CONFORM_MANY_STREAMS);
 }
 
+// conform_stream_threads.c
+conform_result_t conform_stream_shared_threads(conform_ctx_t* ctx,
+                                               const void* arg);
+
 static const conform_check_t conform_streams[] = {
     {"stream.in_order", conform_stream_in_order, NULL},
     {"stream.concurrent", conform_stream_concurrent, NULL},
@@ -502,6 +507,7 @@ static const conform_check_t conform_streams[] = {
     {"stream.synchronize_busy", conform_stream_sync_busy, NULL},
     {"stream.release_waits", conform_stream_release_waits, NULL},
     {"stream.many", conform_stream_many, NULL},
+    {"stream.shared_threads", conform_stream_shared_threads, NULL},
 };
 
 const conform_check_t* conform_stream_checks(size_t* out_count) {
