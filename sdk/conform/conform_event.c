@@ -303,6 +303,21 @@ static conform_result_t conform_event_elapsed(conform_ctx_t* ctx,
                         t01, t02);
 }
 
+// A stream and two timing events on the device under test, tracked.
+static accel_status_t conform_event_timing_pair(conform_ctx_t* ctx,
+                                                accel_stream_t** stream,
+                                                accel_event_t** start,
+                                                accel_event_t** end) {
+  accel_status_t status = conform_stream(ctx, ctx->device, stream);
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, start);
+  }
+  if (status == ACCEL_OK) {
+    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, end);
+  }
+  return status;
+}
+
 // A clock fine enough to time short work: rounds of two timing events
 // around one 1 MiB fill, each timed on the host from just before the first
 // record to the return of the stream's synchronize. Every elapsed time
@@ -322,13 +337,7 @@ static conform_result_t conform_event_elapsed_resolution(conform_ctx_t* ctx,
   accel_event_t* start = NULL;
   accel_event_t* end = NULL;
   accel_buffer_t* buffer = NULL;
-  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
-  if (status == ACCEL_OK) {
-    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &start);
-  }
-  if (status == ACCEL_OK) {
-    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &end);
-  }
+  accel_status_t status = conform_event_timing_pair(ctx, &stream, &start, &end);
   if (status == ACCEL_OK) {
     status = conform_buffer(ctx, ctx->device, BYTES, &buffer);
   }
@@ -476,13 +485,7 @@ static conform_result_t conform_event_elapsed_rerecord(conform_ctx_t* ctx,
   accel_stream_t* stream = NULL;
   accel_event_t* start = NULL;
   accel_event_t* end = NULL;
-  accel_status_t status = conform_stream(ctx, ctx->device, &stream);
-  if (status == ACCEL_OK) {
-    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &start);
-  }
-  if (status == ACCEL_OK) {
-    status = conform_event(ctx, ctx->device, ACCEL_EVENT_TIMING, &end);
-  }
+  accel_status_t status = conform_event_timing_pair(ctx, &stream, &start, &end);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   // 0: both; 1: `end` again after a nap; 2: `start` again after another.
   accel_event_t* const again[3] = {NULL, end, start};

@@ -310,6 +310,20 @@ static conform_result_t conform_launch_shared(conform_ctx_t* ctx,
                         shared);
 }
 
+// The record of a CPU test kernel: `bytes` of host memory for the read
+// back (`*out_host`) and a tracked buffer of as many zero bytes
+// (`*out_buffer`). Reported FAIL on error.
+static conform_result_t conform_launch_words(conform_ctx_t* ctx, size_t bytes,
+                                             uint32_t** out_host,
+                                             accel_buffer_t** out_buffer) {
+  *out_host = conform_alloc(ctx, bytes);
+  if (*out_host == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  accel_status_t status = conform_buffer(ctx, ctx->device, bytes, out_buffer);
+  if (status == ACCEL_OK) status = accel_buffer_fill(*out_buffer, 0, 0, bytes);
+  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  return CONFORM_PASS;
+}
+
 // One launch of accel_conform_ctx over `grid` blocks of `block` with
 // `shared` bytes of dynamic shared memory; every block's record must say
 // what <accel/cpu_kernel.h> promises.
@@ -321,12 +335,11 @@ static conform_result_t conform_launch_ctx_once(conform_ctx_t* ctx,
   enum { WORDS = 13 };
   uint32_t blocks = grid[0] * grid[1] * grid[2];
   size_t bytes = (size_t)blocks * WORDS * sizeof(uint32_t);
-  uint32_t* rec = conform_alloc(ctx, bytes);
-  if (rec == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  uint32_t* rec = NULL;
   accel_buffer_t* out = NULL;
-  accel_status_t status = conform_buffer(ctx, ctx->device, bytes, &out);
-  if (status == ACCEL_OK) status = accel_buffer_fill(out, 0, 0, bytes);
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  if (conform_launch_words(ctx, bytes, &rec, &out) != CONFORM_PASS) {
+    return CONFORM_FAIL;
+  }
   accel_kernel_arg_t args[4] = {
       {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = out},
       {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &grid[0]},
@@ -339,7 +352,7 @@ static conform_result_t conform_launch_ctx_once(conform_ctx_t* ctx,
   conform_result_t r =
       conform_launch_run(ctx, kernel, grid, block, shared, 4, args, what);
   if (r != CONFORM_PASS) return r;
-  status = accel_buffer_read(out, 0, rec, bytes);
+  accel_status_t status = accel_buffer_read(out, 0, rec, bytes);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
   static const char* const field[] = {
       "calls",        "block_idx[0]", "block_idx[1]", "block_idx[2]",
@@ -446,12 +459,11 @@ static conform_result_t conform_launch_cpu_workers(conform_ctx_t* ctx,
   }
   size_t words = CONFORM_WORKERS_BUSY + (size_t)bound;
   size_t bytes = words * sizeof(uint32_t);
-  uint32_t* state = conform_alloc(ctx, bytes);
-  if (state == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
+  uint32_t* state = NULL;
   accel_buffer_t* buffer = NULL;
-  accel_status_t status = conform_buffer(ctx, ctx->device, bytes, &buffer);
-  if (status == ACCEL_OK) status = accel_buffer_fill(buffer, 0, 0, bytes);
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
+  if (conform_launch_words(ctx, bytes, &state, &buffer) != CONFORM_PASS) {
+    return CONFORM_FAIL;
+  }
   accel_kernel_arg_t args[4] = {
       {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer},
       {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &bound},
@@ -465,7 +477,7 @@ static conform_result_t conform_launch_cpu_workers(conform_ctx_t* ctx,
   conform_result_t r =
       conform_launch_run(ctx, kernel, grid, block, shared, 4, args, what);
   if (r != CONFORM_PASS) return r;
-  status = accel_buffer_read(buffer, 0, state, bytes);
+  accel_status_t status = accel_buffer_read(buffer, 0, state, bytes);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
   if (state[CONFORM_WORKERS_COLLISIONS] != 0) {
     static const char* const kind[] = {
