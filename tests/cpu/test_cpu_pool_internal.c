@@ -49,6 +49,7 @@ typedef struct record {
   _Atomic uint32_t bad_worker;              // an index >= kMaxWorkers
   _Atomic uint32_t shared_worker;           // two threads with one index
   uint32_t spin;                            // busy work per chunk
+  uint32_t spun[kMaxWorkers];               // its result, per worker
 } record_t;
 
 static void record_chunk(void* ctx, uint64_t index, uint32_t worker) {
@@ -65,6 +66,7 @@ static void record_chunk(void* ctx, uint64_t index, uint32_t worker) {
   r->order[worker][r->ran[worker]++] = index;
   volatile uint32_t sink = 0;
   for (uint32_t i = 0; i < r->spin; i++) sink += i;
+  r->spun[worker] = sink;  // read, so clang sees the busy work used
   atomic_fetch_sub(&r->inside[worker], 1);
 }
 
