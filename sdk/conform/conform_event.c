@@ -321,11 +321,15 @@ static accel_status_t conform_event_timing_pair(conform_ctx_t* ctx,
 // A clock fine enough to time short work: rounds of two timing events
 // around one 1 MiB fill, each timed on the host from just before the first
 // record to the return of the stream's synchronize. Every elapsed time
-// must be above zero and at most that host time. A clock whose step is
-// coarser than the fill gives 0 in most rounds; one coarser than the whole
-// round gives 0 or more than the host saw. (A clock kept as a float count
-// of nanoseconds since boot steps by 2^20 ns after about 4 hours of
-// uptime: the whole-milliseconds test of event.elapsed missed it.)
+// must be above zero: a clock whose step is coarser than the fill gives 0
+// in most rounds (a clock kept as a float count of nanoseconds since boot
+// steps by 2^20 ns after about 4 hours of uptime: the whole-milliseconds
+// test of event.elapsed missed it). And at most CONFORM_STAMP_LAG_MS more
+// than the host's time, not at most the host's time: a plugin may take a
+// timestamp from a command that runs after the event's work (the OpenCL
+// plugin's stamps on its timing queue), and on a loaded machine that lag
+// reached 0.1 ms in a 0.06 ms round on PoCL.
+enum { CONFORM_STAMP_LAG_MS = 10 };
 static conform_result_t conform_event_elapsed_resolution(conform_ctx_t* ctx,
                                                          const void* arg) {
   (void)arg;
@@ -360,15 +364,16 @@ static conform_result_t conform_event_elapsed_resolution(conform_ctx_t* ctx,
     if (status != ACCEL_OK) {
       return conform_fail_status(ctx, status, "accel_event_elapsed_ms");
     }
-    if (!(ms > 0.0f) || ms > host_ms * 1.01 + 1e-3) {
+    if (!(ms > 0.0f) || ms > host_ms + CONFORM_STAMP_LAG_MS) {
       return conform_report(ctx, CONFORM_FAIL,
                             "round %d of %d: %.6f ms between two timing "
                             "events around a %d-byte fill, which took %.6f "
                             "ms on the host from the first record to the "
                             "end of the synchronize: elapsed time must be "
-                            "above 0 and at most that (a clock too coarse "
-                            "to time short work?)",
-                            round + 1, ROUNDS, ms, BYTES, host_ms);
+                            "above 0 and at most %d ms more than that (a "
+                            "clock too coarse to time short work?)",
+                            round + 1, ROUNDS, ms, BYTES, host_ms,
+                            CONFORM_STAMP_LAG_MS);
     }
     if (round == 0 || ms < lo) lo = ms;
     if (round == 0 || ms > hi) hi = ms;
