@@ -451,6 +451,7 @@ int main(int argc, char** argv) {
   fflush(stdout);
 
   size_t counts[6] = {0};
+  static conform_recap_t recap;
   bool first = true;
   for (size_t i = 0; i < total; i++) {
     const conform_check_t* check = conform_check_get(i);
@@ -488,8 +489,10 @@ int main(int argc, char** argv) {
                           result, ctx.detail);
     fputs(line, stdout);
     fflush(stdout);
+    conform_recap_note(&recap, check->name, result, ctx.detail);
     first = false;
   }
+  if (!args.json) conform_recap_write(&recap, stdout);
   char summary[256];
   conform_format_summary(summary, sizeof(summary), args.json, counts);
   fputs(summary, stdout);

@@ -70,6 +70,32 @@ void conform_format_summary(char* out, size_t size, bool json,
   }
 }
 
+void conform_recap_note(conform_recap_t* recap, const char* name,
+                        conform_result_t result, const char* detail) {
+  if (result != CONFORM_FAIL && result != CONFORM_XPASS) return;
+  if (recap->count < CONFORM_RECAP_MAX) {
+    conform_format_result(recap->lines[recap->count], CONFORM_RECAP_LINE,
+                          false, false, name, result, detail);
+    // A line cut short still ends the line.
+    size_t used = strlen(recap->lines[recap->count]);
+    if (used > 0 && recap->lines[recap->count][used - 1] != '\n') {
+      recap->lines[recap->count][used - 1] = '\n';
+    }
+  }
+  recap->count++;
+}
+
+void conform_recap_write(const conform_recap_t* recap, FILE* out) {
+  if (recap->count == 0) return;
+  fprintf(out, "Failed checks (%zu):\n", recap->count);
+  size_t kept = recap->count < CONFORM_RECAP_MAX ? recap->count
+                                                 : CONFORM_RECAP_MAX;
+  for (size_t i = 0; i < kept; i++) fputs(recap->lines[i], out);
+  if (recap->count > kept) {
+    fprintf(out, "... and %zu more (above)\n", recap->count - kept);
+  }
+}
+
 void conform_hang_report(char* out, size_t size, const char* name,
                          double limit_s, bool json, bool first,
                          const size_t counts[6]) {

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "conform.h"
 
@@ -33,6 +34,23 @@ void conform_format_result(char* out, size_t size, bool json, bool first,
 // document with the counts. `counts` is indexed by conform_result_t.
 void conform_format_summary(char* out, size_t size, bool json,
                             const size_t counts[6]);
+
+// The failed checks of a text run, repeated after the last check so that
+// they are in the tail of a long log (CI keeps a log's head and tail).
+// Holds the first CONFORM_RECAP_MAX failures, each line cut to
+// CONFORM_RECAP_LINE bytes, and counts the rest.
+enum { CONFORM_RECAP_MAX = 8, CONFORM_RECAP_LINE = 320 };
+typedef struct conform_recap {
+  char lines[CONFORM_RECAP_MAX][CONFORM_RECAP_LINE];
+  size_t count;  // failures seen, kept or not
+} conform_recap_t;
+
+// Notes a check's result in `recap`; only FAIL and XPASS are kept.
+void conform_recap_note(conform_recap_t* recap, const char* name,
+                        conform_result_t result, const char* detail);
+
+// Writes the recap to `out` (nothing when no check failed).
+void conform_recap_write(const conform_recap_t* recap, FILE* out);
 
 // The line the watchdog writes to stdout if check `name` is still running
 // after `limit_s`: its FAIL report, and in JSON the rest of the document
