@@ -10,8 +10,11 @@
 // items loop), whose later pieces a small fill never reaches. The
 // device generator must hand out consecutive blocks. A backend without
 // op_rng (an optional ABI 1.3 entry) is UNSUPPORTED, also under
-// --require-ops, which covers the ABI 1.1 ops.
+// --require-ops, which covers the ABI 1.1 ops; one whose table has op_rng
+// must take every combination the core lets through (plugin.h), so its
+// ACCEL_ERROR_UNSUPPORTED fails.
 #include <accel/philox.h>
+#include <accel/plugin.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -93,6 +96,35 @@ static accel_status_t conform_rng_enqueue(accel_stream_t* s, accel_buffer_t* b,
                              c->a, c->b);
 }
 
+// The report for an op_rng call that gave ACCEL_ERROR_UNSUPPORTED:
+// UNSUPPORTED when the plugin's table has no op_rng (the core answered),
+// FAIL when it has one, which refused a dtype and distribution the core
+// had checked (plugin.h lists bits with I32, uniform and normal with F32,
+// F16 and BF16). The table is read once per run, through the plugin's own
+// entry point (direct.c).
+static conform_result_t conform_rng_unsupported(conform_ctx_t* ctx,
+                                                const char* what) {
+  static int has_op_rng = -1;  // -1: not looked yet
+  char message[256];
+  snprintf(message, sizeof(message), "%s", accel_last_error());
+  if (has_op_rng < 0) {
+    conform_direct_t d;
+    if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+    has_op_rng = ACCEL_PLUGIN_HAS_FIELD(d.ops, accel_device_ops_t, op_rng) &&
+                 d.ops->op_rng != NULL;
+    conform_direct_close(&d);
+  }
+  if (!has_op_rng) {
+    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s", message);
+  }
+  return conform_report(ctx, CONFORM_FAIL,
+                        "op_rng is in the plugin's table but refused %s "
+                        "with ACCEL_ERROR_UNSUPPORTED (%s): plugin.h asks "
+                        "for every dtype and distribution the core lets "
+                        "through",
+                        what, message);
+}
+
 // Whether the guard bytes before and after a fill kept their pattern; if
 // not, writes the detail (the first changed element) and returns false.
 static bool conform_rng_guards(conform_ctx_t* ctx, accel_buffer_t* buffer,
@@ -149,8 +181,12 @@ static conform_result_t conform_rng_fill(conform_ctx_t* ctx, const void* arg) {
   uint64_t seed = ctx->seed ^ 0x5eed5eed5eedull;
   status = conform_rng_enqueue(stream, buffer, start, c, seed, count);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
-    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s",
-                          accel_last_error());
+    char what[64];
+    static const char* const names[] = {"random bits", "uniform", "normal"};
+    snprintf(what, sizeof(what), "%s with %s",
+             c->distribution < 3 ? names[c->distribution] : "?",
+             accel_dtype_name(c->dtype));
+    return conform_rng_unsupported(ctx, what);
   }
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
   status = conform_stream_wait(ctx, stream);
@@ -182,8 +218,7 @@ static conform_result_t conform_rng_generator(conform_ctx_t* ctx,
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   status = accel_op_random_bits(stream, buffer, 0, 10);
   if (status == ACCEL_ERROR_UNSUPPORTED) {
-    return conform_report(ctx, CONFORM_UNSUPPORTED, "op_rng: %s",
-                          accel_last_error());
+    return conform_rng_unsupported(ctx, "random bits with i32");
   }
   if (status == ACCEL_OK) status = accel_op_random_bits(stream, buffer, 40, 6);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "op_rng");
