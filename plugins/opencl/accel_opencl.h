@@ -168,6 +168,16 @@ typedef struct accel_opencl_plugin {
   // callback has not yet run; unload waits for them, since the callback
   // runs plugin code on a driver thread.
   atomic_uint relays;
+  // The thread that runs a host function whose callback the runtime ran
+  // inside clSetEventCallback (stream.c): started at the first, joined at
+  // unload, so no thread of ours runs plugin code after unload returns.
+  pthread_mutex_t host_mutex;
+  pthread_cond_t host_cond;
+  struct accel_opencl_host_call* host_queue;  // FIFO: head; next links
+  struct accel_opencl_host_call* host_last;
+  bool host_thread_started;
+  bool host_stop;
+  pthread_t host_thread;
   // CLBlast (clblast.c), opened at the first GEMM; NULL when missing.
   bool clblast_tried;
   void* clblast;  // opaque accel_opencl_clblast_t*, owned by clblast.c
@@ -420,6 +430,11 @@ accel_status_t accel_opencl_stream_create_priority(void* device,
 accel_status_t accel_opencl_launch_host_func(void* stream,
                                              void (*fn)(void* user),
                                              void* user);
+// The host-call thread's state in `plugin` (load): false when a mutex or
+// condition cannot be made. accel_opencl_host_calls_close (unload, once
+// no host function is pending) stops and joins the thread if it started.
+bool accel_opencl_host_calls_init(accel_opencl_plugin_t* plugin);
+void accel_opencl_host_calls_close(accel_opencl_plugin_t* plugin);
 
 // ---------------------------------------------------------------------------
 // Events (event.c)

@@ -20,6 +20,12 @@ static accel_status_t accel_opencl_load(const accel_host_t* host,
     free(plugin);
     return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY, "opencl: plugin state");
   }
+  if (!accel_opencl_host_calls_init(plugin)) {
+    pthread_mutex_destroy(&plugin->mutex);
+    free(plugin);
+    return host->fail(host, ACCEL_ERROR_OUT_OF_MEMORY,
+                      "opencl: host-call thread state");
+  }
   atomic_init(&plugin->relays, 0);
   plugin->host = host;  // the ICD loader is opened later, by device_count
   *out_plugin = plugin;
@@ -34,6 +40,7 @@ static void accel_opencl_unload(void* plugin_ptr) {
   while (atomic_load(&plugin->relays) != 0) {
     nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
   }
+  accel_opencl_host_calls_close(plugin);
   accel_opencl_clblast_close(plugin);
   if (plugin->icd != NULL) {
     accel_opencl_devices_release(plugin);

@@ -350,6 +350,8 @@ typedef struct accel_opencl_host_call {
   void* user;
   cl_event gate;         // the user event the barrier waits for
   atomic_uint* pending;  // plugin->relays: unload waits for the callback
+  accel_opencl_plugin_t* plugin;
+  struct accel_opencl_host_call* next;  // plugin->host_queue
 } accel_opencl_host_call_t;
 
 // Calls the function (unless the work before failed), completes the gate
@@ -369,32 +371,87 @@ static void accel_opencl_host_call_run(accel_opencl_host_call_t* call,
 // completed (PoCL does, on an idle queue): the function would then run
 // inside launch_host_func, on the caller's thread, which controls.h rules
 // out ("never inside this call"; accel-conform's control.host_func.idle).
+// Such calls go to the plugin's host-call thread instead, in order.
 static _Thread_local bool accel_opencl_setting_callback;
 
 static void* accel_opencl_host_call_thread(void* data) {
-  accel_opencl_host_call_run(data, CL_COMPLETE);
+  accel_opencl_plugin_t* plugin = data;
+  pthread_mutex_lock(&plugin->host_mutex);
+  for (;;) {
+    accel_opencl_host_call_t* call = plugin->host_queue;
+    if (call == NULL) {
+      if (plugin->host_stop) break;
+      pthread_cond_wait(&plugin->host_cond, &plugin->host_mutex);
+      continue;
+    }
+    plugin->host_queue = call->next;
+    if (plugin->host_queue == NULL) plugin->host_last = NULL;
+    pthread_mutex_unlock(&plugin->host_mutex);
+    accel_opencl_host_call_run(call, CL_COMPLETE);
+    pthread_mutex_lock(&plugin->host_mutex);
+  }
+  pthread_mutex_unlock(&plugin->host_mutex);
   return NULL;
+}
+
+// Queues `call` for the host-call thread, starting it the first time;
+// false when no thread can be had.
+static bool accel_opencl_host_call_queue(accel_opencl_host_call_t* call) {
+  accel_opencl_plugin_t* plugin = call->plugin;
+  pthread_mutex_lock(&plugin->host_mutex);
+  if (!plugin->host_thread_started) {
+    plugin->host_thread_started =
+        pthread_create(&plugin->host_thread, NULL,
+                       accel_opencl_host_call_thread, plugin) == 0;
+  }
+  bool queued = plugin->host_thread_started;
+  if (queued) {
+    call->next = NULL;
+    if (plugin->host_last != NULL) {
+      plugin->host_last->next = call;
+    } else {
+      plugin->host_queue = call;
+    }
+    plugin->host_last = call;
+    pthread_cond_signal(&plugin->host_cond);
+  }
+  pthread_mutex_unlock(&plugin->host_mutex);
+  return queued;
 }
 
 static void CL_CALLBACK accel_opencl_host_call_fire(cl_event marker,
                                                     cl_int status, void* data) {
   (void)marker;
   accel_opencl_host_call_t* call = data;
-  if (accel_opencl_setting_callback && status >= 0) {
-    // A thread of its own, detached; unload waits for `pending` as for
-    // the runtime's callback thread.
-    pthread_attr_t attr;
-    pthread_t thread;
-    if (pthread_attr_init(&attr) == 0) {
-      pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-      int rc = pthread_create(&thread, &attr, accel_opencl_host_call_thread,
-                              call);
-      pthread_attr_destroy(&attr);
-      if (rc == 0) return;
-    }
-    // No thread to be had: late is better than never, so run it here.
+  if (accel_opencl_setting_callback && status >= 0 &&
+      accel_opencl_host_call_queue(call)) {
+    return;
   }
+  // On the runtime's callback thread; or, with no thread to be had, here:
+  // late is better than never.
   accel_opencl_host_call_run(call, status);
+}
+
+bool accel_opencl_host_calls_init(accel_opencl_plugin_t* plugin) {
+  if (pthread_mutex_init(&plugin->host_mutex, NULL) != 0) return false;
+  if (pthread_cond_init(&plugin->host_cond, NULL) != 0) {
+    pthread_mutex_destroy(&plugin->host_mutex);
+    return false;
+  }
+  plugin->host_queue = plugin->host_last = NULL;
+  plugin->host_thread_started = plugin->host_stop = false;
+  return true;
+}
+
+void accel_opencl_host_calls_close(accel_opencl_plugin_t* plugin) {
+  pthread_mutex_lock(&plugin->host_mutex);
+  plugin->host_stop = true;
+  pthread_cond_signal(&plugin->host_cond);
+  bool started = plugin->host_thread_started;
+  pthread_mutex_unlock(&plugin->host_mutex);
+  if (started) pthread_join(plugin->host_thread, NULL);
+  pthread_cond_destroy(&plugin->host_cond);
+  pthread_mutex_destroy(&plugin->host_mutex);
 }
 
 accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
@@ -413,6 +470,8 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
   call->fn = fn;
   call->user = user;
   call->pending = &device->plugin->relays;
+  call->plugin = device->plugin;
+  call->next = NULL;
   call->gate = cl->clCreateUserEvent(device->context, &err);
   if (err != CL_SUCCESS) {
     free(call);
