@@ -678,10 +678,13 @@ typedef struct accel_device_ops {
                                            int32_t priority,
                                            void** out_stream);
   // (optional) Starts recording `stream`: until stream_end_capture, the
-  // copies, memsets, ops, launches, host functions and event records and
-  // waits the core enqueues on it are recorded, not run. The core calls
-  // it only on an idle stream, and during capture calls nothing that
-  // would wait for the stream. NULL means the core replays its own record
+  // copies, memsets, ops and launches the core enqueues on it are
+  // recorded, not run. Host functions, event records and waits, peer
+  // copies, child graphs and random fills from the device's generator are
+  // never enqueued on a capturing stream: the core runs them itself
+  // between the plugin's graphs. The core calls it only on an idle
+  // stream, and during capture calls nothing that would wait for the
+  // stream. NULL means the core replays its own record
   // of a graph call by call (correct, without the saving).
   accel_status_t (*stream_begin_capture)(void* stream);
   // (optional) Ends recording and returns the work as a graph that
