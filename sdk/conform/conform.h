@@ -184,6 +184,21 @@ accel_status_t conform_stream(conform_ctx_t* ctx, accel_device_t* device,
 accel_status_t conform_event(conform_ctx_t* ctx, accel_device_t* device,
                              accel_event_flags_t flags,
                              accel_event_t** out_event);
+// Launch helpers (conform_launch.c, conform_launch_cpu.c).
+// Runs `kernel` once on a fresh stream and waits for it. On failure the
+// detail is written and FAIL returned; CONFORM_PASS otherwise.
+conform_result_t conform_launch_run(conform_ctx_t* ctx, accel_kernel_t* kernel,
+                                    const uint32_t grid[3],
+                                    const uint32_t block[3], uint32_t shared,
+                                    size_t num_args,
+                                    const accel_kernel_arg_t* args,
+                                    const char* what);
+// The record of a CPU test kernel: `bytes` of host memory for the read
+// back (`*out_host`) and a tracked buffer of as many zero bytes
+// (`*out_buffer`). Reported FAIL on error.
+conform_result_t conform_launch_words(conform_ctx_t* ctx, size_t bytes,
+                                      uint32_t** out_host,
+                                      accel_buffer_t** out_buffer);
 void conform_track_module(conform_ctx_t* ctx, accel_module_t* module);
 // Tracks a stream the check created itself (accel_stream_create_with_priority).
 void conform_track_stream(conform_ctx_t* ctx, accel_stream_t* stream);

@@ -16,15 +16,12 @@
 
 #include "conform.h"
 
-// Runs `kernel` once on a fresh stream and waits for it. On failure the
-// detail is written and FAIL returned; CONFORM_PASS otherwise.
-static conform_result_t conform_launch_run(conform_ctx_t* ctx,
-                                           accel_kernel_t* kernel,
-                                           const uint32_t grid[3],
-                                           const uint32_t block[3],
-                                           uint32_t shared, size_t num_args,
-                                           const accel_kernel_arg_t* args,
-                                           const char* what) {
+conform_result_t conform_launch_run(conform_ctx_t* ctx, accel_kernel_t* kernel,
+                                    const uint32_t grid[3],
+                                    const uint32_t block[3], uint32_t shared,
+                                    size_t num_args,
+                                    const accel_kernel_arg_t* args,
+                                    const char* what) {
   accel_stream_t* stream = NULL;
   accel_status_t status = conform_stream(ctx, ctx->device, &stream);
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "stream");
@@ -310,20 +307,6 @@ static conform_result_t conform_launch_shared(conform_ctx_t* ctx,
                         shared);
 }
 
-// The record of a CPU test kernel: `bytes` of host memory for the read
-// back (`*out_host`) and a tracked buffer of as many zero bytes
-// (`*out_buffer`). Reported FAIL on error.
-static conform_result_t conform_launch_words(conform_ctx_t* ctx, size_t bytes,
-                                             uint32_t** out_host,
-                                             accel_buffer_t** out_buffer) {
-  *out_host = conform_alloc(ctx, bytes);
-  if (*out_host == NULL) return conform_report(ctx, CONFORM_FAIL, "host OOM");
-  accel_status_t status = conform_buffer(ctx, ctx->device, bytes, out_buffer);
-  if (status == ACCEL_OK) status = accel_buffer_fill(*out_buffer, 0, 0, bytes);
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
-  return CONFORM_PASS;
-}
-
 // One launch of accel_conform_ctx over `grid` blocks of `block` with
 // `shared` bytes of dynamic shared memory; every block's record must say
 // what <accel/cpu_kernel.h> promises.
@@ -416,96 +399,11 @@ static conform_result_t conform_launch_cpu_ctx(conform_ctx_t* ctx,
                         shared);
 }
 
-// The state words of accel_conform_workers (kernels/add_one_cpu.c), then
-// one busy counter per worker index below the bound.
-enum {
-  CONFORM_WORKERS_COLLISIONS = 1,
-  CONFORM_WORKERS_WORKER = 2,
-  CONFORM_WORKERS_BLOCK = 3,
-  CONFORM_WORKERS_KIND = 4,
-  CONFORM_WORKERS_OVERLAPPED = 5,
-  CONFORM_WORKERS_CALLS = 6,
-  CONFORM_WORKERS_LONELY = 7,
-  CONFORM_WORKERS_BUSY = 8
-};
-
-// Blocks running at the same time must have different `worker` values and
-// their own shared memory (<accel/cpu_kernel.h>): launch.cpu_ctx and
-// launch.shared_mem run too few blocks, too briefly, to see two at once.
-// 8 x compute_units blocks each hold their worker's busy mark and their
-// shared memory, filled with their index, until they see another block
-// running (or 20 ms pass), then check neither was touched. A device that
-// runs one block at a time never collides and passes. The kernel is in the
-// host module only, so other targets SKIP.
-static conform_result_t conform_launch_cpu_workers(conform_ctx_t* ctx,
-                                                   const void* arg) {
-  (void)arg;
-  char path[1024] = "";
-  accel_kernel_t* kernel = NULL;
-  CONFORM_GET_KERNEL(ctx, "accel_conform_workers", kernel, path);
-  uint32_t units = ctx->info.compute_units != 0 ? ctx->info.compute_units : 1;
-  // Enough blocks for every worker to run several; capped so that a device
-  // claiming a huge count does not make the check slow.
-  uint32_t blocks = units < 512 ? 8 * units : 4096;
-  // The header promises worker < the pool's width, which it does not
-  // publish; compute_units is the CPU plugin's width. Far more slots than
-  // that, so only a plainly wrong index (garbage) counts as a collision.
-  uint32_t bound = units < 64 ? 1024 : 16 * units;
-  uint32_t wait_us = 20000, max_lonely = 8;
-  uint32_t shared = 256;
-  if (ctx->info.max_shared_mem_bytes != 0 &&
-      ctx->info.max_shared_mem_bytes < shared) {
-    shared = 0;  // workers only; launch.shared_mem reports the limit
-  }
-  size_t words = CONFORM_WORKERS_BUSY + (size_t)bound;
-  size_t bytes = words * sizeof(uint32_t);
-  uint32_t* state = NULL;
-  accel_buffer_t* buffer = NULL;
-  if (conform_launch_words(ctx, bytes, &state, &buffer) != CONFORM_PASS) {
-    return CONFORM_FAIL;
-  }
-  accel_kernel_arg_t args[4] = {
-      {.kind = ACCEL_KERNEL_ARG_BUFFER, .buffer = buffer},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &bound},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &wait_us},
-      {.kind = ACCEL_KERNEL_ARG_VALUE, .size = 4, .value = &max_lonely},
-  };
-  uint32_t grid[3] = {blocks, 1, 1}, block[3] = {1, 1, 1};
-  char what[96];
-  snprintf(what, sizeof(what), "%u blocks with %u bytes of shared memory",
-           blocks, shared);
-  conform_result_t r =
-      conform_launch_run(ctx, kernel, grid, block, shared, 4, args, what);
-  if (r != CONFORM_PASS) return r;
-  accel_status_t status = accel_buffer_read(buffer, 0, state, bytes);
-  if (status != ACCEL_OK) return conform_fail_status(ctx, status, "read");
-  if (state[CONFORM_WORKERS_COLLISIONS] != 0) {
-    static const char* const kind[] = {
-        "?",
-        "a worker index at or above the bound",
-        "its worker index already held by a running block",
-        "its shared memory overwritten by another block",
-        "its worker index taken by another block while it ran"};
-    uint32_t k = state[CONFORM_WORKERS_KIND];
-    return conform_report(
-        ctx, CONFORM_FAIL,
-        "%s: %u collision(s); first: block %u on worker %u saw %s (bound "
-        "%u; <accel/cpu_kernel.h>: blocks running at the same time have "
-        "different `worker` values, and shared_mem is private to its "
-        "block while it runs)",
-        what, state[CONFORM_WORKERS_COLLISIONS], state[CONFORM_WORKERS_BLOCK],
-        state[CONFORM_WORKERS_WORKER], kind[k < 5 ? k : 0], bound);
-  }
-  if (state[CONFORM_WORKERS_CALLS] != blocks) {
-    return conform_report(ctx, CONFORM_FAIL, "%s: %u blocks ran, expected %u",
-                          what, state[CONFORM_WORKERS_CALLS], blocks);
-  }
-  return conform_report(ctx, CONFORM_PASS,
-                        "%s: %u ran beside another, %u waited alone; no "
-                        "worker index or shared memory shared",
-                        what, state[CONFORM_WORKERS_OVERLAPPED],
-                        state[CONFORM_WORKERS_LONELY]);
-}
+// conform_launch_cpu.c
+conform_result_t conform_launch_cpu_workers(conform_ctx_t* ctx,
+                                            const void* arg);
+conform_result_t conform_launch_shared_streams(conform_ctx_t* ctx,
+                                               const void* arg);
 
 static const conform_check_t conform_launches[] = {
     {"launch.offsets", conform_launch_offsets, NULL},
@@ -515,6 +413,7 @@ static const conform_check_t conform_launches[] = {
     {"launch.args_at_enqueue", conform_launch_args_at_enqueue, NULL},
     {"launch.cpu_ctx", conform_launch_cpu_ctx, NULL},
     {"launch.cpu_workers", conform_launch_cpu_workers, NULL},
+    {"launch.shared_streams", conform_launch_shared_streams, NULL},
 };
 
 const conform_check_t* conform_launch_checks(size_t* out_count) {

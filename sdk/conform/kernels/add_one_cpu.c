@@ -177,6 +177,35 @@ static void conform_workers_pause(void) {
 #endif
 }
 
+// Spins until `*running` (blocks between their start and end marks, this
+// one included) reaches 2 or `wait_us` pass; counts the block in
+// `*overlapped` or in `*lonely`. Once `max_lonely` blocks waited in vain
+// the others no longer wait: a device that runs one block at a time
+// would otherwise take wait_us per block.
+static void conform_workers_company(uint32_t* running, uint32_t* overlapped,
+                                    uint32_t* lonely, uint32_t wait_us,
+                                    uint32_t max_lonely) {
+  if (__atomic_load_n(lonely, __ATOMIC_RELAXED) >= max_lonely) return;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    for (int i = 0; i < 64; i++) {
+      if (__atomic_load_n(running, __ATOMIC_ACQUIRE) >= 2) {
+        __atomic_fetch_add(overlapped, 1, __ATOMIC_RELAXED);
+        return;
+      }
+      conform_workers_pause();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((now.tv_sec - start.tv_sec) * 1000000.0 +
+            (now.tv_nsec - start.tv_nsec) / 1e3 >=
+        wait_us) {
+      __atomic_fetch_add(lonely, 1, __ATOMIC_RELAXED);
+      return;
+    }
+  }
+}
+
 // Counts a collision of `kind` seen by block `b` on `worker`; the first
 // one's details are kept for the report.
 static void conform_workers_collide(uint32_t* state, uint32_t worker,
@@ -226,32 +255,9 @@ ACCEL_CPU_KERNEL(accel_conform_workers) {
   size_t words = shared != NULL ? ctx->shared_mem_bytes / sizeof(uint32_t) : 0;
   for (size_t i = 0; i < words; i++) shared[i] = b;
   __atomic_fetch_add(&state[CONFORM_WORKERS_RUNNING], 1, __ATOMIC_ACQ_REL);
-  bool overlapped = false;
-  if (__atomic_load_n(&state[CONFORM_WORKERS_LONELY], __ATOMIC_RELAXED) <
-      max_lonely) {
-    struct timespec start, now;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-      for (int i = 0; i < 64 && !overlapped; i++) {
-        overlapped = __atomic_load_n(&state[CONFORM_WORKERS_RUNNING],
-                                     __ATOMIC_ACQUIRE) >= 2;
-        conform_workers_pause();
-      }
-      if (overlapped) break;
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if ((now.tv_sec - start.tv_sec) * 1000000.0 +
-              (now.tv_nsec - start.tv_nsec) / 1e3 >=
-          wait_us) {
-        __atomic_fetch_add(&state[CONFORM_WORKERS_LONELY], 1,
-                           __ATOMIC_RELAXED);
-        break;
-      }
-    }
-  }
-  if (overlapped) {
-    __atomic_fetch_add(&state[CONFORM_WORKERS_OVERLAPPED], 1,
-                       __ATOMIC_RELAXED);
-  }
+  conform_workers_company(&state[CONFORM_WORKERS_RUNNING],
+                          &state[CONFORM_WORKERS_OVERLAPPED],
+                          &state[CONFORM_WORKERS_LONELY], wait_us, max_lonely);
   for (size_t i = 0; i < words; i++) {
     if (shared[i] != b) {
       conform_workers_collide(state, worker, b, 3);
@@ -263,4 +269,60 @@ ACCEL_CPU_KERNEL(accel_conform_workers) {
   }
   __atomic_fetch_sub(&state[CONFORM_WORKERS_RUNNING], 1, __ATOMIC_ACQ_REL);
   __atomic_fetch_sub(&busy[worker], 1, __ATOMIC_ACQ_REL);
+}
+
+// State words of accel_conform_shared_tag (uint32_t each), shared by every
+// launch of one check.
+enum {
+  CONFORM_TAG_RUNNING,     // blocks between their start and end marks
+  CONFORM_TAG_COLLISIONS,  // blocks whose shared memory changed under them
+  CONFORM_TAG_FIRST,       // the first such block's tag, then the word
+  CONFORM_TAG_WORD,        // that changed and the value found there
+  CONFORM_TAG_FOUND,
+  CONFORM_TAG_OVERLAPPED,  // blocks that saw another one running
+  CONFORM_TAG_CALLS,       // blocks run
+  CONFORM_TAG_LONELY,      // blocks that waited out `wait_us` alone
+  CONFORM_TAG_WORDS
+};
+
+// args: uint32_t* state, uint32_t tag, uint32_t wait_us, uint32_t max_lonely
+// CPU ABI only: shared memory must be private to its block while it runs,
+// also against blocks of other launches running at the same time (other
+// streams). Each block fills its shared_mem_bytes with (tag << 16) |
+// block_idx[0] (whole words, then the tag's low byte), counts itself
+// running in `state` (CONFORM_TAG_* above, one state for all the
+// launches), waits as accel_conform_workers does for another block to
+// run too, then checks every byte it wrote.
+ACCEL_CPU_KERNEL(accel_conform_shared_tag) {
+  uint32_t* state = *(uint32_t* const*)args[0];
+  uint32_t tag = *(const uint32_t*)args[1];
+  uint32_t wait_us = *(const uint32_t*)args[2];
+  uint32_t max_lonely = *(const uint32_t*)args[3];
+  uint32_t mark = (tag << 16) | (ctx->block_idx[0] & 0xffffu);
+  __atomic_fetch_add(&state[CONFORM_TAG_CALLS], 1, __ATOMIC_RELAXED);
+  volatile uint32_t* words = ctx->shared_mem;
+  volatile unsigned char* bytes = ctx->shared_mem;
+  size_t n = ctx->shared_mem != NULL ? ctx->shared_mem_bytes : 0;
+  for (size_t i = 0; i < n / 4; i++) words[i] = mark;
+  for (size_t i = n / 4 * 4; i < n; i++) bytes[i] = (unsigned char)tag;
+  __atomic_fetch_add(&state[CONFORM_TAG_RUNNING], 1, __ATOMIC_ACQ_REL);
+  conform_workers_company(&state[CONFORM_TAG_RUNNING],
+                          &state[CONFORM_TAG_OVERLAPPED],
+                          &state[CONFORM_TAG_LONELY], wait_us, max_lonely);
+  size_t bad = n;
+  uint32_t found = 0;
+  for (size_t i = 0; i < n / 4 && bad == n; i++) {
+    if (words[i] != mark) bad = i * 4, found = words[i];
+  }
+  for (size_t i = n / 4 * 4; i < n && bad == n; i++) {
+    if (bytes[i] != (unsigned char)tag) bad = i, found = bytes[i];
+  }
+  if (bad != n &&
+      __atomic_fetch_add(&state[CONFORM_TAG_COLLISIONS], 1,
+                         __ATOMIC_RELAXED) == 0) {
+    state[CONFORM_TAG_FIRST] = mark;
+    state[CONFORM_TAG_WORD] = (uint32_t)bad;
+    state[CONFORM_TAG_FOUND] = found;
+  }
+  __atomic_fetch_sub(&state[CONFORM_TAG_RUNNING], 1, __ATOMIC_ACQ_REL);
 }
