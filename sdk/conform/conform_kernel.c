@@ -136,8 +136,20 @@ static conform_result_t conform_kernel_launch_check(conform_ctx_t* ctx,
   (void)arg;
   bool claimed = (ctx->info.caps & ACCEL_DEVICE_CAP_KERNELS) != 0;
   if (!claimed) {
-    static const unsigned char image[64] = {0x7f, 'E', 'L', 'F'};
+    // The real test modules first: the core refuses the probe image below
+    // (a bare ELF header) before a plugin sees it, so a plugin that loads
+    // modules without claiming kernels passed on the probe alone.
+    char found[1024] = "";
     accel_module_t* module = NULL;
+    if (conform_kernel_module(ctx, &module, found, sizeof(found)) ==
+        ACCEL_OK) {
+      return conform_report(ctx, CONFORM_FAIL,
+                            "the test module %s loaded, but kernels are not "
+                            "claimed (ACCEL_DEVICE_CAP_KERNELS): a device "
+                            "without them must refuse modules",
+                            found);
+    }
+    static const unsigned char image[64] = {0x7f, 'E', 'L', 'F'};
     accel_status_t status =
         accel_module_create(ctx->device, image, sizeof(image), &module);
     if (status == ACCEL_OK) {
