@@ -42,6 +42,7 @@ typedef struct conform_ctx {
   const char* kernel_dir;     // where test kernels live, or NULL
   double timeout_s;           // per blocking wait
   uint64_t seed;
+  bool require_ops;  // --require-ops: every built-in op is claimed
   bool tainted;  // a wait timed out: leak, and skip accel_shutdown()
   bool hung;     // a wait timed out in the current check
   char detail[512];

@@ -406,6 +406,7 @@ int main(int argc, char** argv) {
   ctx.plugin_path = report.path;
   ctx.timeout_s = args.timeout_s;
   ctx.seed = args.seed;
+  ctx.require_ops = args.require_ops;
   static char kernel_dir[PATH_MAX + 32];
   if (args.kernel_dir != NULL) {
     snprintf(kernel_dir, sizeof(kernel_dir), "%s", args.kernel_dir);
