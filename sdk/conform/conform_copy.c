@@ -176,8 +176,15 @@ static conform_result_t conform_copy_stream(conform_ctx_t* ctx,
       return conform_report(ctx, CONFORM_FAIL, "out of host memory");
     }
     conform_rand_bytes(&rng, src, size);
-    // h2d, d2d, memset and d2h in one stream, no synchronisation between.
-    status = accel_stream_write_buffer(stream, a.buffer, off, src, size);
+    // h2d, d2d, memset and d2h in one stream, no synchronisation between,
+    // behind a few ms of work: a copy run at once instead of in stream
+    // order then sees the buffers before the earlier copies, also when
+    // this thread is scheduled late (a loaded machine let a read run at
+    // once pass when the short copies ahead of it had already finished).
+    status = conform_heavy_work(ctx, stream, 2);
+    if (status == ACCEL_OK) {
+      status = accel_stream_write_buffer(stream, a.buffer, off, src, size);
+    }
     if (status == ACCEL_OK) {
       status = accel_stream_copy_buffer(stream, b.buffer, off + 1, a.buffer,
                                         off, size);
