@@ -348,8 +348,8 @@ typedef struct accel_opencl_host_call {
   const accel_opencl_api_t* cl;
   void (*fn)(void* user);
   void* user;
-  cl_event gate;         // the user event the barrier waits for
-  atomic_uint* pending;  // plugin->relays: unload waits for the callback
+  cl_event gate;  // the user event the barrier waits for
+  // Its relays count unload waits for; its host-call thread and queue.
   accel_opencl_plugin_t* plugin;
   struct accel_opencl_host_call* next;  // plugin->host_queue
 } accel_opencl_host_call_t;
@@ -361,9 +361,9 @@ static void accel_opencl_host_call_run(accel_opencl_host_call_t* call,
   if (status >= 0) call->fn(call->user);
   call->cl->clSetUserEventStatus(call->gate, status < 0 ? status : CL_COMPLETE);
   call->cl->clReleaseEvent(call->gate);
-  atomic_uint* pending = call->pending;
+  atomic_uint* relays = &call->plugin->relays;
   free(call);
-  atomic_fetch_sub(pending, 1);  // last: unload may proceed
+  atomic_fetch_sub(relays, 1);  // last: unload may proceed
 }
 
 // True on a thread inside clSetEventCallback for a host function. A
@@ -469,7 +469,6 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
   call->cl = cl;
   call->fn = fn;
   call->user = user;
-  call->pending = &device->plugin->relays;
   call->plugin = device->plugin;
   call->next = NULL;
   call->gate = cl->clCreateUserEvent(device->context, &err);
@@ -488,13 +487,13 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
                               "clEnqueueMarkerWithWaitList (host function)");
   }
   cl->clRetainEvent(gate);  // the callback's reference
-  atomic_fetch_add(call->pending, 1);
+  atomic_fetch_add(&call->plugin->relays, 1);
   accel_opencl_setting_callback = true;
   err = cl->clSetEventCallback(marker, CL_COMPLETE, accel_opencl_host_call_fire,
                                call);
   accel_opencl_setting_callback = false;
   if (err != CL_SUCCESS) {
-    atomic_fetch_sub(call->pending, 1);
+    atomic_fetch_sub(&call->plugin->relays, 1);
     cl->clReleaseEvent(gate);
     cl->clReleaseEvent(gate);
     free(call);
