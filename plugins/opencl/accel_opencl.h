@@ -436,6 +436,14 @@ accel_status_t accel_opencl_launch_host_func(void* stream,
 bool accel_opencl_host_calls_init(accel_opencl_plugin_t* plugin);
 void accel_opencl_host_calls_close(accel_opencl_plugin_t* plugin);
 
+// Counts one more callback in plugin->relays before a clSetEventCallback
+// whose function is plugin code (the callback subtracts it as its last
+// step). The first such call in the process also marks this plugin's
+// shared object RTLD_NODELETE: unload waits for relays to reach 0, but the
+// driver thread still returns through a few instructions of plugin code
+// after that, so the core's dlclose must not unmap it. Thread-safe.
+void accel_opencl_callback_pending(accel_opencl_plugin_t* plugin);
+
 // ---------------------------------------------------------------------------
 // Events (event.c)
 // ---------------------------------------------------------------------------

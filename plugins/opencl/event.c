@@ -297,7 +297,7 @@ static accel_status_t accel_opencl_event_relay(accel_opencl_stream_t* stream,
   cl_event user = relay->user;
   cl->clRetainEvent(user);  // the callback's reference
   relay->pending = &device->plugin->relays;
-  atomic_fetch_add(relay->pending, 1);
+  accel_opencl_callback_pending(device->plugin);
   err = cl->clSetEventCallback(marker, CL_COMPLETE, accel_opencl_relay_fire,
                                relay);
   if (err != CL_SUCCESS) {

@@ -36,7 +36,9 @@ static void accel_opencl_unload(void* plugin_ptr) {
   accel_opencl_plugin_t* plugin = plugin_ptr;
   if (plugin == NULL) return;
   // Every device is closed by now, so every stream has finished; a
-  // cross-context wait's callback may still be returning (event.c).
+  // cross-context wait's or host function's callback may still be running
+  // on a driver thread (event.c, stream.c). The last few instructions it
+  // runs after its decrement stay mapped (accel_opencl_callback_pending).
   while (atomic_load(&plugin->relays) != 0) {
     nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
   }

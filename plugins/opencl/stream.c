@@ -28,6 +28,8 @@
 // only while the count is past it. A flag set and cleared under the mutex
 // after each enqueue would cost a lock per copy, and could be cleared by a
 // marker that two threads' enqueues had overtaken.
+#define _GNU_SOURCE  // dladdr
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +368,23 @@ static void accel_opencl_host_call_run(accel_opencl_host_call_t* call,
   atomic_fetch_sub(relays, 1);  // last: unload may proceed
 }
 
+void accel_opencl_callback_pending(accel_opencl_plugin_t* plugin) {
+  static atomic_bool kept;
+  if (!atomic_exchange(&kept, true)) {
+    // The object is already loaded (this code runs from it): RTLD_NOLOAD
+    // only finds it and adds NODELETE, and the dlclose drops the extra
+    // reference the dlopen took. If either fails the plugin is unmapped at
+    // unload as before (the window is a few instructions wide).
+    Dl_info info;
+    if (dladdr(&kept, &info) != 0 && info.dli_fname != NULL) {
+      void* self =
+          dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+      if (self != NULL) dlclose(self);
+    }
+  }
+  atomic_fetch_add(&plugin->relays, 1);
+}
+
 // True on a thread inside clSetEventCallback for a host function. A
 // runtime may run the callback right there when the marker has already
 // completed (PoCL does, on an idle queue): the function would then run
@@ -487,7 +506,7 @@ accel_status_t accel_opencl_launch_host_func(void* stream_ptr,
                               "clEnqueueMarkerWithWaitList (host function)");
   }
   cl->clRetainEvent(gate);  // the callback's reference
-  atomic_fetch_add(&call->plugin->relays, 1);
+  accel_opencl_callback_pending(call->plugin);
   accel_opencl_setting_callback = true;
   err = cl->clSetEventCallback(marker, CL_COMPLETE, accel_opencl_host_call_fire,
                                call);
