@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "conform.h"
+#include "kernels/conform_cpu_words.h"
 
 conform_result_t conform_launch_words(conform_ctx_t* ctx, size_t bytes,
                                       uint32_t** out_host,
@@ -21,19 +22,6 @@ conform_result_t conform_launch_words(conform_ctx_t* ctx, size_t bytes,
   if (status != ACCEL_OK) return conform_fail_status(ctx, status, "setup");
   return CONFORM_PASS;
 }
-
-// The state words of accel_conform_workers (kernels/add_one_cpu.c), then
-// one busy counter per worker index below the bound.
-enum {
-  CONFORM_WORKERS_COLLISIONS = 1,
-  CONFORM_WORKERS_WORKER = 2,
-  CONFORM_WORKERS_BLOCK = 3,
-  CONFORM_WORKERS_KIND = 4,
-  CONFORM_WORKERS_OVERLAPPED = 5,
-  CONFORM_WORKERS_CALLS = 6,
-  CONFORM_WORKERS_LONELY = 7,
-  CONFORM_WORKERS_BUSY = 8
-};
 
 // Blocks running at the same time must have different `worker` values and
 // their own shared memory (<accel/cpu_kernel.h>): launch.cpu_ctx and
@@ -112,18 +100,6 @@ conform_result_t conform_launch_cpu_workers(conform_ctx_t* ctx,
                         what, state[CONFORM_WORKERS_OVERLAPPED],
                         state[CONFORM_WORKERS_LONELY]);
 }
-
-// The state words of accel_conform_shared_tag (kernels/add_one_cpu.c).
-enum {
-  CONFORM_TAG_COLLISIONS = 1,
-  CONFORM_TAG_FIRST = 2,
-  CONFORM_TAG_WORD = 3,
-  CONFORM_TAG_FOUND = 4,
-  CONFORM_TAG_OVERLAPPED = 5,
-  CONFORM_TAG_CALLS = 6,
-  CONFORM_TAG_LONELY = 7,
-  CONFORM_TAG_WORDS = 8
-};
 
 // Shared memory is private to its block while it runs (<accel/cpu_kernel.h>)
 // against blocks of launches on other streams too: a plugin that hands

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "conform_cpu_words.h"
+
 // args: int32_t* data, uint32_t n
 ACCEL_CPU_KERNEL(accel_conform_add_one) {
   int32_t* data = *(int32_t* const*)args[0];
@@ -152,19 +154,6 @@ ACCEL_CPU_KERNEL(accel_conform_fail) {
   }
 }
 
-// State words of accel_conform_workers (uint32_t each), then the busy
-// counters, one per worker index below the bound.
-enum {
-  CONFORM_WORKERS_RUNNING,     // blocks between their start and end marks
-  CONFORM_WORKERS_COLLISIONS,  // collisions seen, all blocks together
-  CONFORM_WORKERS_WORKER,      // the first collision: worker,
-  CONFORM_WORKERS_BLOCK,       // block_idx[0]
-  CONFORM_WORKERS_KIND,        // and what it was (1 to 4, below)
-  CONFORM_WORKERS_OVERLAPPED,  // blocks that saw another one running
-  CONFORM_WORKERS_CALLS,       // blocks run
-  CONFORM_WORKERS_LONELY,      // blocks that waited out `wait_us` alone
-  CONFORM_WORKERS_BUSY         // busy[0] starts here
-};
 
 // Spins for about a microsecond's fraction without a system call: the
 // waiting block must not slow down the one it waits for (on its
@@ -271,19 +260,6 @@ ACCEL_CPU_KERNEL(accel_conform_workers) {
   __atomic_fetch_sub(&busy[worker], 1, __ATOMIC_ACQ_REL);
 }
 
-// State words of accel_conform_shared_tag (uint32_t each), shared by every
-// launch of one check.
-enum {
-  CONFORM_TAG_RUNNING,     // blocks between their start and end marks
-  CONFORM_TAG_COLLISIONS,  // blocks whose shared memory changed under them
-  CONFORM_TAG_FIRST,       // the first such block's tag, then the word
-  CONFORM_TAG_WORD,        // that changed and the value found there
-  CONFORM_TAG_FOUND,
-  CONFORM_TAG_OVERLAPPED,  // blocks that saw another one running
-  CONFORM_TAG_CALLS,       // blocks run
-  CONFORM_TAG_LONELY,      // blocks that waited out `wait_us` alone
-  CONFORM_TAG_WORDS
-};
 
 // args: uint32_t* state, uint32_t tag, uint32_t wait_us, uint32_t max_lonely
 // CPU ABI only: shared memory must be private to its block while it runs,
