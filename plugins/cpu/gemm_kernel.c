@@ -35,9 +35,12 @@
 //
 // Threads: the product is split into one task per pool thread, by
 // columns of C (whole slivers) when there are enough of them, else by
-// rows; each task packs its own B block and its own A slivers, so tasks
-// share nothing but the inputs. Below ACCEL_CPU_GEMM_SPLIT_FLOPS
-// multiply-adds the product runs on the calling thread.
+// rows; each task packs its own B blocks and its own A slivers, so tasks
+// share nothing but the inputs; except that where each task would pack
+// its A slivers again for several B blocks, the tasks first pack all of
+// op(A) once, together, and then read it (ACCEL_CPU_GK_A_SHARED). Below
+// ACCEL_CPU_GEMM_SPLIT_FLOPS multiply-adds the product runs on the
+// calling thread.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +73,12 @@ static size_t accel_cpu_gk_full_k_bytes(void) {
 }
 // A slivers packed at a time (a transposed A is read across them).
 #define ACCEL_CPU_GK_SLIVERS 8u
+// Bytes of packed op(A) (every row, every k block) up to which A may be
+// packed once, by all tasks together, before the product (accel_cpu_gk_gemm
+// says when), instead of by each task for each of its B blocks: an f32 or
+// f16 A of 4096 x 4096 with its padding. It is scratch kept between
+// products, as the rest (gemm.c).
+#define ACCEL_CPU_GK_A_SHARED ((size_t)80 << 20)
 // Largest micro-tile of any kernel (for the stack buffers).
 #define ACCEL_CPU_GK_TILE_MAX (12u * 32u)
 
@@ -85,6 +94,11 @@ typedef struct accel_cpu_gk_job {
   bool full_k;       // every k block packed at once, C written once
   bool c32;          // an f16/bf16 C over several k blocks, not full_k
   bool split_n;      // tasks take columns of C, else rows
+  // op(A) packed before the product (ACCEL_CPU_GK_A_SHARED), or NULL: for
+  // k block b, sliver s (rows s * MR ..) at a_shared + (b * slivers + s) *
+  // MR * isa->kc.
+  float* a_shared;
+  uint64_t slivers;  // of all of op(A): ceil(m / MR)
   uint64_t units;    // column slivers (NR) or row slivers (MR) in all
   uint64_t tasks;
   unsigned char* scratch;
@@ -191,6 +205,28 @@ static inline uint32_t accel_cpu_gk_kc(const accel_cpu_gk_job_t* j,
   return (uint32_t)(j->g->k - p0 < j->kc ? j->g->k - p0 : j->kc);
 }
 
+// Packs task `t`'s share of op(A) into j->a_shared, every k block: whole
+// groups of slivers (eight for a transposed A, read across them).
+static void accel_cpu_gk_pack_task(void* ctx, uint64_t t, uint32_t worker) {
+  (void)worker;
+  const accel_cpu_gk_job_t* j = ctx;
+  const uint32_t mr = j->isa->mr;
+  const uint64_t per = j->g->trans_a ? ACCEL_CPU_GK_SLIVERS : 1;
+  const uint64_t groups = (j->slivers + per - 1) / per;
+  const size_t a_sliver = (size_t)mr * j->isa->kc;
+  for (uint64_t q = groups * t / j->tasks; q < groups * (t + 1) / j->tasks;
+       q++) {
+    uint64_t i0 = q * per * mr;
+    uint32_t rows =
+        (uint32_t)(j->g->m - i0 < per * mr ? j->g->m - i0 : per * mr);
+    for (uint64_t blk = 0; blk < j->kblocks; blk++) {
+      accel_cpu_gk_pack_a(
+          j, i0, rows, blk * j->kc, accel_cpu_gk_kc(j, blk),
+          j->a_shared + (blk * j->slivers + q * per) * a_sliver);
+    }
+  }
+}
+
 // Adds the tile `acc` (rows [i0, i0 + mv), columns [j0, j0 + nv) of C, the
 // k block's part) into C or into the f32 tile `c32` (row stride `ld32`,
 // positioned at the tile): `phase` says whether this is the first and/or
@@ -276,6 +312,7 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
   const uint64_t step = j->full_k ? j->kblocks : 1;  // k blocks per pass
   const size_t b_block = j->b_bytes / sizeof(float);
   const size_t a_block = (size_t)ACCEL_CPU_GK_SLIVERS * mr * isa->kc;
+  const size_t a_sliver = (size_t)mr * isa->kc;
   float* bp = (float*)s;
   float* ap = (float*)(s + j->b_bytes * step);
   float* acc = ap + a_block * step;
@@ -316,7 +353,15 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
         }
         for (uint64_t ig = ic; ig < ie; ig += group) {
           uint32_t rows = (uint32_t)(ie - ig < group ? ie - ig : group);
-          for (uint64_t b = 0; b < step; b++) {
+          // Where k block blk + b of this group is: packed before the
+          // product, or here.
+          const float* ag = ap;
+          size_t a_step = a_block;
+          if (j->a_shared != NULL) {
+            ag = j->a_shared + (blk * j->slivers + ig / mr) * a_sliver;
+            a_step = j->slivers * a_sliver;
+          }
+          for (uint64_t b = 0; b < step && j->a_shared == NULL; b++) {
             accel_cpu_gk_pack_a(j, ig, rows, (blk + b) * j->kc,
                                 accel_cpu_gk_kc(j, blk + b), ap + b * a_block);
           }
@@ -327,7 +372,7 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
               if (round_c) accel_cpu_gk_prefetch_c(j, ig + i, mv, jq + x, nv);
               for (uint64_t b = 0; b < step; b++) {
                 uint32_t kc = accel_cpu_gk_kc(j, blk + b);
-                isa->kernel(kc, ap + b * a_block + (size_t)i * isa->kc,
+                isa->kernel(kc, ag + b * a_step + (size_t)i * isa->kc,
                             bp + b * b_block + (size_t)x * kc,
                             b == 0 ? acc : part);
                 if (b > 0) {
@@ -388,13 +433,37 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
                  accel_cpu_f32_bytes(
                      (uint64_t)ACCEL_CPU_GK_SLIVERS * isa->mr * isa->kc * step +
                      2 * ACCEL_CPU_GK_TILE_MAX + rows_c32 * isa->nq);
+  // op(A) packed once before the product, all tasks together, when each
+  // task would otherwise pack its rows of A again for each of its B
+  // blocks: from 2 blocks a task where packing converts or transposes,
+  // from 3 for a plain f32 A (a copy). Measured on 2 threads of a Zen 5
+  // guest, each product alternating with the old path in one process
+  // (docs/performance.md): f16 1024^3 -0.2 to +3.7%, 2048^3 +3.0 to
+  // +4.2%, 4096^3 +3.5 to +5.0%; f32 2048^3 -0.2 to +2.3%, 4096^3 +1.4 to
+  // +4.0%; but f32 1024^3 (2 blocks a task) slower in 6 runs of 7.
+  j.slivers = rows;
+  uint64_t task_cols =
+      j.split_n ? (j.units + j.tasks - 1) / j.tasks * isa->nr : g->n;
+  uint64_t task_blocks = (task_cols + isa->nq - 1) / isa->nq;
+  bool copy_a = g->a_dtype == ACCEL_DTYPE_F32 && !g->trans_a;
+  size_t shared = 0;
+  if (task_blocks >= (copy_a ? 3u : 2u) &&
+      rows * isa->mr * isa->kc * j.kblocks <=
+          ACCEL_CPU_GK_A_SHARED / sizeof(float)) {
+    shared = accel_cpu_f32_bytes(rows * isa->mr * isa->kc * j.kblocks);
+  }
   accel_cpu_scratch_t* scratch =
-      accel_cpu_scratch_take(plugin, j.task_bytes * j.tasks);
+      accel_cpu_scratch_take(plugin, shared + j.task_bytes * j.tasks);
   if (scratch == NULL) {
     snprintf(message, size, "gemm: out of host memory for packed panels");
     return ACCEL_ERROR_OUT_OF_MEMORY;
   }
-  j.scratch = scratch->data;
+  j.scratch = scratch->data + shared;
+  if (shared > 0) {
+    j.a_shared = (float*)scratch->data;
+    accel_cpu_pool_run(j.tasks > 1 ? pool : NULL, j.tasks,
+                       accel_cpu_gk_pack_task, &j);
+  }
   accel_cpu_pool_run(j.tasks > 1 ? pool : NULL, j.tasks, accel_cpu_gk_task, &j);
   accel_cpu_scratch_give(plugin, scratch);
   return ACCEL_OK;

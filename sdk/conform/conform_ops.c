@@ -428,6 +428,10 @@ static const conform_gemm_shape_t conform_gemm_shapes[] = {
     // the partial sums go through C or a scratch tile in steps.
     {20, 30, 600, 0, 0, 2, 1, 0.5},
     {12, 260, 3000, 0, 1, 1, 1, 0.5},
+    // n wide enough that a blocked kernel's threads each take several
+    // panels of columns, and may pack A (here transposed, over two k
+    // blocks) once for all of them.
+    {30, 1100, 520, 1, 0, 1, 1, 0.5},
     // alpha 0 still scales C by beta (and with beta 0 writes 0 over a C
     // of NaN): a kernel that returns early on alpha 0 leaves C as it was.
     {9, 11, 5, 1, 0, 1, 0, 0.5},

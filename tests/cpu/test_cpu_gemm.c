@@ -242,12 +242,12 @@ TEST(engine_is_named_and_large_products_agree) {
   // half of any L2 today; 130 x 70 x 1100: 422 KiB, on this side of it
   // where L2 is 1 MiB or more), else through an f32 tile (40 x 300 x 5000:
   // 5 MiB of B; 1100 x 260 x 4200, 4.3 MiB of B, in two chunks of rows
-  // since the tile holds 1024 or so).
-  static const size_t half_shapes[][3] = {{77, 101, 300},
-                                          {130, 30, 700},
-                                          {130, 70, 1100},
-                                          {40, 300, 5000},
-                                          {1100, 260, 4200}};
+  // since the tile holds 1024 or so). 70 x 600 x 900: columns for more
+  // than one B block per task, so A is packed once before the product
+  // (as the f32 shapes with n >= 997 do).
+  static const size_t half_shapes[][3] = {{77, 101, 300},    {130, 30, 700},
+                                          {130, 70, 1100},   {40, 300, 5000},
+                                          {1100, 260, 4200}, {70, 600, 900}};
   static const accel_dtype_t halves[] = {ACCEL_DTYPE_F16, ACCEL_DTYPE_BF16};
   for (size_t h = 0; h < 2; h++) {
     for (size_t i = 0; i < sizeof(half_shapes) / sizeof(half_shapes[0]); i++) {
