@@ -383,6 +383,41 @@ static ssize_t accel_cpu_read_text(const char* path, char* text, size_t size) {
   return n;
 }
 
+// Reads all of `path` (a procfs file, whose size stat does not tell) into
+// a new NUL-terminated heap block, at most `limit` bytes; NULL when it
+// cannot be read or is longer. The caller frees it.
+static char* accel_cpu_read_all(const char* path, size_t limit) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  size_t size = 4096, used = 0;
+  char* text = malloc(size);
+  while (text != NULL) {
+    if (used + 1 == size) {
+      char* more = size < limit ? realloc(text, 2 * size) : NULL;
+      if (more == NULL) {
+        free(text);
+        text = NULL;
+        break;
+      }
+      text = more;
+      size *= 2;
+    }
+    ssize_t n = read(fd, text + used, size - 1 - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      free(text);
+      text = NULL;
+    } else if (n == 0) {
+      text[used] = '\0';
+      break;
+    } else {
+      used += (size_t)n;
+    }
+  }
+  close(fd);
+  return text;
+}
+
 // Reads the first unsigned integer of a small file; false if the file is
 // missing or does not start with a number (e.g. cgroup "max").
 static bool accel_cpu_read_u64_file(const char* path, uint64_t* out_value) {
@@ -488,10 +523,11 @@ static bool accel_cpu_cgroup_walk(const char* root, const char* cgroup,
 // memory.max, else v1 memory.limit_in_bytes): false when no limit is set
 // or the files are not visible.
 static bool accel_cpu_cgroup_find(accel_cpu_cgroup_files_t* out) {
-  char text[8192];
-  if (accel_cpu_read_text(ACCEL_CPU_PROC_CGROUP, text, sizeof(text)) <= 0) {
-    return false;
-  }
+  // All of it: a v1 host lists a line per hierarchy, each path up to 4 KiB,
+  // and the memory line may come last (a buffer of 8 KiB read once could
+  // lose it).
+  char* text = accel_cpu_read_all(ACCEL_CPU_PROC_CGROUP, (size_t)1 << 20);
+  if (text == NULL) return false;
   char v2[ACCEL_CPU_PATH_SIZE] = "", v1[ACCEL_CPU_PATH_SIZE] = "";
   bool have_v2 = false, have_v1 = false;
   // Lines are "id:controllers:path"; v2 is "0::path".
@@ -512,6 +548,7 @@ static bool accel_cpu_cgroup_find(accel_cpu_cgroup_files_t* out) {
     }
     line = next;
   }
+  free(text);
   const char* fs = ACCEL_CPU_CGROUP_FS;
   char unified[ACCEL_CPU_PATH_SIZE], memory[ACCEL_CPU_PATH_SIZE];
   snprintf(unified, sizeof(unified), "%s/unified", fs);
@@ -534,8 +571,8 @@ static bool accel_cpu_cgroup_find(accel_cpu_cgroup_files_t* out) {
 // thread held it) walks uncached rather than wait.
 static struct {
   pthread_mutex_t mutex;
-  bool valid;     // `walked_ns`, `limited` and `files` are set
-  bool limited;   // a limit was found; `files` are its cgroup's
+  bool valid;    // `walked_ns`, `limited` and `files` are set
+  bool limited;  // a limit was found; `files` are its cgroup's
   uint64_t walked_ns;
   accel_cpu_cgroup_files_t files;
 } accel_cpu_cgroup_cache = {.mutex = PTHREAD_MUTEX_INITIALIZER};
@@ -589,15 +626,14 @@ static bool accel_cpu_cgroup_memory(uint64_t* out_limit, uint64_t* out_usage) {
 static uint64_t accel_cpu_pages_bytes(int name) {
   long pages = sysconf(name);
   long page_size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size
-                                    : 0;
+  return pages > 0 && page_size > 0 ? (uint64_t)pages * (uint64_t)page_size : 0;
 }
 
 void accel_cpu_sysinfo_memory(uint64_t* out_total, uint64_t* out_available) {
   static const char* const keys[2] = {"MemTotal", "MemAvailable"};
   uint64_t bytes[2] = {0, 0};
-  unsigned found = accel_cpu_meminfo(keys, out_available != NULL ? 2 : 1,
-                                     bytes);
+  unsigned found =
+      accel_cpu_meminfo(keys, out_available != NULL ? 2 : 1, bytes);
   uint64_t total = (found & 1u) && bytes[0] != 0
                        ? bytes[0]
                        : accel_cpu_pages_bytes(_SC_PHYS_PAGES);

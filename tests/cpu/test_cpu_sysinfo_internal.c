@@ -7,7 +7,8 @@
 // ACCEL_CPU_CGROUP_REFRESH_NS): the smallest limit on the way to the root
 // applies; a changed limit or usage of that cgroup is seen at the next
 // call; a limit set on another cgroup, or the process moved, within the
-// refresh time; a limit removed at once.
+// refresh time; a limit removed at once; a memory line past the first
+// 8 KiB of /proc/self/cgroup still found.
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -79,7 +80,8 @@ static int write_tree(void) {
                "MemFree:         1000000 kB\n"
                "MemAvailable:   20971520 kB\n");
   rc |= put("proc/cgroup", "4:memory:/a/b\n3:cpuset:/\n0::/\n");
-  rc |= put_u64("sys/memory/memory.limit_in_bytes", UINT64_C(9223372036854771712));
+  rc |= put_u64("sys/memory/memory.limit_in_bytes",
+                UINT64_C(9223372036854771712));
   rc |= put_u64("sys/memory/memory.usage_in_bytes", 5 * GIB);
   rc |= put_u64("sys/memory/a/memory.limit_in_bytes", 8 * GIB);
   rc |= put_u64("sys/memory/a/memory.usage_in_bytes", 3 * GIB);
@@ -116,7 +118,8 @@ TEST(limit_and_its_changes) {
 
   // That limit removed ("max" in v2, the huge number in v1): at once.
   ASSERT_EQ(put_u64("sys/memory/a/b/memory.limit_in_bytes",
-                    UINT64_C(9223372036854771712)), 0);
+                    UINT64_C(9223372036854771712)),
+            0);
   accel_cpu_sysinfo_memory(&total, &available);
   ASSERT_EQ(total, 12 * GIB);
   ASSERT_EQ(available, 5 * GIB);
@@ -147,6 +150,31 @@ TEST(limit_and_its_changes) {
   past_refresh();
   accel_cpu_sysinfo_memory(&total, &available);
   ASSERT_GT(total, 0);
+}
+
+// A v1 host with long cgroup paths: 11 hierarchies of 1000-byte paths
+// before the memory line, 11 KiB in all. Read in one 8 KiB buffer, the
+// memory line was lost and no limit found (32 GiB instead of /a's 8).
+TEST(memory_line_past_8_kib) {
+  ASSERT_EQ(write_tree(), 0);
+  static char text[16384];
+  char path[1001];
+  memset(path, 'x', sizeof(path) - 1);
+  path[0] = '/';
+  path[sizeof(path) - 1] = '\0';
+  size_t used = 0;
+  for (int id = 13; id > 2; id--) {
+    used += (size_t)snprintf(text + used, sizeof(text) - used, "%d:ctl%d:%s\n",
+                             id, id, path);
+  }
+  snprintf(text + used, sizeof(text) - used, "2:memory:/a/b\n0::/\n");
+  ASSERT_GT(strlen(text), 8192);
+  ASSERT_EQ(put("proc/cgroup", text), 0);
+  past_refresh();
+  uint64_t total = 0, available = 0;
+  accel_cpu_sysinfo_memory(&total, &available);
+  ASSERT_EQ(total, 8 * GIB);
+  ASSERT_EQ(available, 5 * GIB);
 }
 
 int main(int argc, char** argv) { return test_main(argc, argv); }
