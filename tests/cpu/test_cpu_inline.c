@@ -326,16 +326,31 @@ TEST(other_threads_work_waits_for_inline_work) {
   memset(h_z, kSentinel, sizeof(h_z));
 
   // Another thread launches the gate kernel on the idle stream: it runs
-  // inline, on that thread, inside accel_kernel_launch().
+  // inline, on that thread, inside accel_kernel_launch(). Whether a launch
+  // runs inline is the plugin's choice, by what it measured and how busy
+  // the CPUs are (a parallel test under TSan once made it decline), so a
+  // launch that went to the worker is finished and the scenario tried
+  // again, up to 20 times: the test is only worth something if the launch
+  // did run inline.
   inline_gate_t gate;
-  gate_reset(&gate, 0);
-  launcher_t l = {.f = &f, .stream = stream, .gate = &gate};
+  launcher_t l;
   pthread_t thread;
-  ASSERT_EQ(pthread_create(&thread, NULL, launcher_main, &l), 0);
-  ASSERT(gate_wait_entered(&gate));
-  bool ran_inline =
-      !__atomic_load_n(&l.returned, __ATOMIC_ACQUIRE) &&
-      __atomic_load_n(&gate.thread, __ATOMIC_RELAXED) != thread_id();
+  for (int attempt = 0;; attempt++) {
+    gate_reset(&gate, 0);
+    l = (launcher_t){.f = &f, .stream = stream, .gate = &gate};
+    ASSERT_EQ(pthread_create(&thread, NULL, launcher_main, &l), 0);
+    ASSERT(gate_wait_entered(&gate));
+    bool ran_inline =
+        !__atomic_load_n(&l.returned, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&gate.thread, __ATOMIC_RELAXED) != thread_id();
+    if (ran_inline) break;
+    gate_open(&gate);
+    ASSERT_EQ(pthread_join(thread, NULL), 0);
+    ASSERT_OK(l.status);
+    ASSERT_OK(accel_stream_synchronize(stream));
+    printf("  try %d: the launch went to the stream's worker\n", attempt + 1);
+    ASSERT(attempt + 1 < 20 && prime_inline_kernel(&f, stream));
+  }
   // Work this thread enqueues meanwhile queues behind it, and so does an
   // event record: neither may run (on the worker) before it finishes.
   ASSERT_OK(enqueue_small_work(&f, stream, h_out, pattern, h_x, h_z));
@@ -355,8 +370,6 @@ TEST(other_threads_work_waits_for_inline_work) {
   ASSERT_OK(accel_event_synchronize(event));
   ASSERT_OK(accel_stream_synchronize(stream));
   ASSERT(small_work_done_right(pattern, h_out, h_x, h_z));
-  // The test is only worth something if the launch did run inline.
-  ASSERT(ran_inline);
   accel_event_release(event);
   accel_stream_release(stream);
   fixture_deinit(&f);
