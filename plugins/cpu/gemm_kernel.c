@@ -165,17 +165,8 @@ static void accel_cpu_gk_pack_b(const accel_cpu_gk_job_t* j, uint64_t p0,
   const uint32_t nr = j->isa->nr;
   const unsigned char* b = g->b;
   if (!g->trans_b) {  // stored k x n: a row of op(B) is contiguous
-    // Row by row, so that memory is read in order (a sliver at a time
-    // would read one line of every row, then the next).
-    for (uint32_t k = 0; k < kc; k++) {
-      const unsigned char* src = b + ((p0 + k) * g->ldb + j0) * j->es;
-      for (uint32_t x = 0; x < nq; x += nr) {
-        uint32_t nv = nq - x < nr ? nq - x : nr;
-        float* d = bp + (size_t)x * kc + (size_t)k * nr;
-        accel_cpu_to_f32_block(d, src + x * j->es, g->b_dtype, nv);
-        if (nv < nr) memset(d + nv, 0, (nr - nv) * 4u);
-      }
-    }
+    j->isa->rows(b + (p0 * g->ldb + j0) * j->es, g->ldb * j->es, g->b_dtype, kc,
+                 nq, bp);
     return;
   }
   // Stored n x k: a column of op(B) is contiguous in k. W columns by W
@@ -227,66 +218,16 @@ static void accel_cpu_gk_pack_task(void* ctx, uint64_t t, uint32_t worker) {
   }
 }
 
-// Adds the tile `acc` (rows [i0, i0 + mv), columns [j0, j0 + nv) of C, the
-// k block's part) into C or into the f32 tile `c32` (row stride `ld32`,
-// positioned at the tile): `phase` says whether this is the first and/or
-// the last k block.
-static void accel_cpu_gk_store(const accel_cpu_gk_job_t* j, const float* acc,
-                               uint64_t i0, uint32_t mv, uint64_t j0,
-                               uint32_t nv, int phase, float* c32,
-                               uint64_t ld32) {
-  const accel_plugin_gemm_t* g = j->g;
-  const uint32_t nr = j->isa->nr;
-  const float alpha = j->alpha, beta = j->beta;
-  const bool first = (phase & ACCEL_CPU_GK_FIRST) != 0;
-  const bool last = (phase & ACCEL_CPU_GK_LAST) != 0;
-  float row[32];
-  for (uint32_t i = 0; i < mv; i++) {
-    const float* t = acc + (size_t)i * nr;
-    unsigned char* c =
-        (unsigned char*)g->c + ((i0 + i) * g->ldc + j0) * j->es_c;
-    if (g->c_dtype == ACCEL_DTYPE_F32) {  // in place, every k block
-      float* cf = (float*)c;
-      if (!first) {
-        for (uint32_t x = 0; x < nv; x++) cf[x] += alpha * t[x];
-      } else if (beta == 0.0f) {
-        for (uint32_t x = 0; x < nv; x++) cf[x] = alpha * t[x];
-      } else {
-        for (uint32_t x = 0; x < nv; x++) cf[x] = alpha * t[x] + beta * cf[x];
-      }
-      continue;
-    }
-    float* r32 = j->c32 ? c32 + (size_t)i * ld32 : row;
-    if (first) {
-      if (beta == 0.0f) {
-        for (uint32_t x = 0; x < nv; x++) r32[x] = alpha * t[x];
-      } else {
-        accel_cpu_to_f32_block(row, c, g->c_dtype, nv);
-        for (uint32_t x = 0; x < nv; x++) r32[x] = alpha * t[x] + beta * row[x];
-      }
-    } else if (!last) {
-      for (uint32_t x = 0; x < nv; x++) r32[x] += alpha * t[x];
-    } else {  // the f32 rows are not needed again: round from the stack
-      for (uint32_t x = 0; x < nv; x++) row[x] = r32[x] + alpha * t[x];
-      r32 = row;
-    }
-    if (last) accel_cpu_from_f32_block(c, r32, g->c_dtype, nv);
-  }
-}
-
-// Fetches the lines of C that the tile at rows
-// [i0, i0 + mv), columns [j0, j0 + nv) will be stored to (the write hint
-// compiles to prefetcht0 without PRFCHW; prefetchw, out of line, was
-// slower).
-static void accel_cpu_gk_prefetch_c(const accel_cpu_gk_job_t* j, uint64_t i0,
-                                    uint32_t mv, uint64_t j0, uint32_t nv) {
-  const accel_plugin_gemm_t* g = j->g;
-  for (uint32_t i = 0; i < mv; i++) {
-    const char* c = (const char*)g->c + ((i0 + i) * g->ldc + j0) * j->es_c;
-    for (size_t x = 0; x < nv * j->es_c; x += 64) {
-      __builtin_prefetch(c + x, 1, 3);
-    }
-    __builtin_prefetch(c + nv * j->es_c - 1, 1, 3);
+// Fetches the lines of `rows` runs of `bytes` bytes, `stride` bytes apart
+// from `p`: the rows of C, or of the f32 tile, that a tile of sums will be
+// added to (the write hint compiles to prefetcht0 without PRFCHW;
+// prefetchw, out of line, was slower).
+static void accel_cpu_gk_prefetch(const void* p, size_t stride, uint32_t rows,
+                                  size_t bytes) {
+  for (uint32_t i = 0; i < rows; i++) {
+    const char* r = (const char*)p + i * stride;
+    for (size_t x = 0; x < bytes; x += 64) __builtin_prefetch(r + x, 1, 3);
+    __builtin_prefetch(r + bytes - 1, 1, 3);
   }
 }
 
@@ -343,9 +284,22 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
         // An f16/bf16 C is written on the last pass only, where its lines
         // are usually cold: they are fetched while the kernel runs (f16 at
         // 1024^3 and 2048^3 about 5% faster in accel-bench; for an f32 C,
-        // first written on the first pass, it changed nothing).
+        // first written on the first pass, it changed nothing). So are the
+        // f32 tile's rows on each pass after the first: a whole tile of
+        // up to 1 MiB passes through L2 between two visits of a row, and
+        // half the time of the store went in waiting for them (f16
+        // 1024^3 and 2048^3 1-2% faster).
         const bool round_c =
             g->c_dtype != ACCEL_DTYPE_F32 && (phase & ACCEL_CPU_GK_LAST) != 0;
+        accel_cpu_gk_out_t out = {
+            .ldc = g->ldc * j->es_c,
+            .dtype = g->c_dtype,
+            .alpha = j->alpha,
+            .beta = j->beta,
+            .first = (phase & ACCEL_CPU_GK_FIRST) != 0,
+            .last = (phase & ACCEL_CPU_GK_LAST) != 0,
+            .ld32 = isa->nq,
+        };
         for (uint64_t b = 0; b < step; b++) {
           uint64_t p0 = (blk + b) * j->kc;
           accel_cpu_gk_pack_b(j, p0, accel_cpu_gk_kc(j, blk + b), jq, nq,
@@ -369,7 +323,16 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
             uint32_t mv = rows - i < mr ? rows - i : mr;
             for (uint32_t x = 0; x < nq; x += nr) {
               uint32_t nv = nq - x < nr ? nq - x : nr;
-              if (round_c) accel_cpu_gk_prefetch_c(j, ig + i, mv, jq + x, nv);
+              out.c =
+                  (unsigned char*)g->c + ((ig + i) * g->ldc + jq + x) * j->es_c;
+              out.c32 = j->c32 ? c32 + (ig + i - ic) * isa->nq + x : NULL;
+              if (round_c) {
+                accel_cpu_gk_prefetch(out.c, out.ldc, mv, nv * j->es_c);
+              }
+              if (out.c32 != NULL && !out.first) {
+                accel_cpu_gk_prefetch(out.c32, isa->nq * sizeof(float), mv,
+                                      nv * sizeof(float));
+              }
               for (uint64_t b = 0; b < step; b++) {
                 uint32_t kc = accel_cpu_gk_kc(j, blk + b);
                 isa->kernel(kc, ag + b * a_step + (size_t)i * isa->kc,
@@ -379,8 +342,7 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
                   for (uint32_t e = 0; e < tile; e++) acc[e] += part[e];
                 }
               }
-              accel_cpu_gk_store(j, acc, ig + i, mv, jq + x, nv, phase,
-                                 c32 + (ig + i - ic) * isa->nq + x, isa->nq);
+              isa->store(acc, mv, nv, &out);
             }
           }
         }
