@@ -103,6 +103,8 @@ typedef struct accel_cpu_gk_job {
   uint64_t tasks;
   unsigned char* scratch;
   size_t b_bytes;     // of a task's scratch, for its packed B block
+  size_t a_block;     // floats of a task's scratch per k block for the A
+                      // slivers it packs (0 when a_shared holds them)
   size_t task_bytes;  // scratch per task
 } accel_cpu_gk_job_t;
 
@@ -252,7 +254,7 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
   unsigned char* s = j->scratch + j->task_bytes * t;
   const uint64_t step = j->full_k ? j->kblocks : 1;  // k blocks per pass
   const size_t b_block = j->b_bytes / sizeof(float);
-  const size_t a_block = (size_t)ACCEL_CPU_GK_SLIVERS * mr * isa->kc;
+  const size_t a_block = j->a_block;
   const size_t a_sliver = (size_t)mr * isa->kc;
   float* bp = (float*)s;
   float* ap = (float*)(s + j->b_bytes * step);
@@ -385,16 +387,6 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
              j.b_bytes * j.kblocks <= accel_cpu_gk_full_k_bytes();
   j.c32 = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1 && !j.full_k;
   uint64_t step = j.full_k ? j.kblocks : 1;
-  // Scratch per task, sized by the product (a small GEMM takes little):
-  // `step` B blocks; room for `step` groups of ACCEL_CPU_GK_SLIVERS A
-  // slivers (rows isa->kc apart; a plain A uses the first of each), two
-  // tiles, the f32 rows.
-  uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC + isa->mr - 1 : 0;  // a chunk
-  if (rows_c32 > g->m) rows_c32 = g->m;
-  j.task_bytes = j.b_bytes * step +
-                 accel_cpu_f32_bytes(
-                     (uint64_t)ACCEL_CPU_GK_SLIVERS * isa->mr * isa->kc * step +
-                     2 * ACCEL_CPU_GK_TILE_MAX + rows_c32 * isa->nq);
   // op(A) packed once before the product, all tasks together, when each
   // task would otherwise pack its rows of A again for each of its B
   // blocks: from 2 blocks a task where packing converts or transposes,
@@ -414,6 +406,19 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
           ACCEL_CPU_GK_A_SHARED / sizeof(float)) {
     shared = accel_cpu_f32_bytes(rows * isa->mr * isa->kc * j.kblocks);
   }
+  // Scratch per task, sized by the product (a small GEMM takes little):
+  // `step` B blocks; `step` groups of the A slivers packed at a time (rows
+  // isa->kc apart), unless A is packed before the product; two tiles, the
+  // f32 rows.
+  uint64_t rows_c32 = j.c32 ? ACCEL_CPU_GK_MC + isa->mr - 1 : 0;  // a chunk
+  if (rows_c32 > g->m) rows_c32 = g->m;
+  j.a_block = shared > 0 ? 0
+                         : (size_t)(g->trans_a ? ACCEL_CPU_GK_SLIVERS : 1) *
+                               isa->mr * isa->kc;
+  j.task_bytes = j.b_bytes * step +
+                 accel_cpu_f32_bytes(j.a_block * step +
+                                     2 * ACCEL_CPU_GK_TILE_MAX +
+                                     rows_c32 * isa->nq);
   accel_cpu_scratch_t* scratch =
       accel_cpu_scratch_take(plugin, shared + j.task_bytes * j.tasks);
   if (scratch == NULL) {
