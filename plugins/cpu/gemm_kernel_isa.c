@@ -327,7 +327,8 @@ ACCEL_CPU_GK_AVX2 static void accel_cpu_gk_rows8(const unsigned char* src,
 }
 
 // accel_cpu_gk_store16's AVX2 twin (a short row of 16-bit values goes
-// through the stack: AVX2 has no 16-bit masked load or store).
+// through the stack: AVX2 has no 16-bit masked load or store; whole
+// vectors are stored unmasked, VMASKMOVPS to memory being slow on AMD).
 ACCEL_CPU_GK_AVX2 static void accel_cpu_gk_store8(const float* acc,
                                                   uint32_t mv, uint32_t nv,
                                                   const accel_cpu_gk_out_t* o) {
@@ -347,18 +348,23 @@ ACCEL_CPU_GK_AVX2 static void accel_cpu_gk_store8(const float* acc,
       unsigned char* cx = c + x * es;
       __m256 v;
       if (!o->first) {
-        v = _mm256_fmadd_ps(
-            alpha, t, _mm256_maskload_ps(f32 ? (float*)cx : r32 + x, m));
+        const float* p = f32 ? (const float*)cx : r32 + x;
+        v = _mm256_fmadd_ps(alpha, t,
+                            n == 8 ? _mm256_loadu_ps(p)
+                                   : _mm256_maskload_ps(p, m));
       } else if (scale_c) {
         v = _mm256_fmadd_ps(beta, accel_cpu_gk_load8(cx, o->dtype, n),
                             _mm256_mul_ps(alpha, t));
       } else {
         v = _mm256_mul_ps(alpha, t);
       }
-      if (f32) {
-        _mm256_maskstore_ps((float*)cx, m, v);
-      } else if (!o->last) {
-        _mm256_maskstore_ps(r32 + x, m, v);
+      if (f32 || !o->last) {  // into C, or into the f32 partial sums
+        float* d = f32 ? (float*)cx : r32 + x;
+        if (n == 8) {
+          _mm256_storeu_ps(d, v);
+        } else {
+          _mm256_maskstore_ps(d, m, v);
+        }
       } else if (o->dtype == ACCEL_DTYPE_F16 && n == 8) {
         _mm_storeu_si128(
             (__m128i*)cx,
