@@ -153,7 +153,9 @@ compile() {
 # OpenCL (PoCL) gets two devices, its program caches in WORK_DIR, and
 # waits long enough for PoCL to compile a changed kernel.
 run_conform() {
-  wait_s=3 kdir=$kernels extra=${4:-}
+  # (sh has no local variables: these names must not be the main loop's,
+  # or the control run of base() would clear the first mutant's ENV.)
+  wait_s=3 kdir=$kernels conform_env=${4:-}
   case $1 in
     *libaccel-opencl.so) wait_s=120 ;;
     *libaccel-cuda.so) kdir=${ACCEL_MUTATION_CUDA_KERNELS:-$kernels} ;;
@@ -165,7 +167,7 @@ run_conform() {
     ACCEL_CUDA_DRIVER="${ACCEL_MUTATION_CUDA_DRIVER:-}" \
     ACCEL_CUDA_CUBLAS="${ACCEL_MUTATION_CUDA_CUBLAS:-}" \
     ACCEL_ROCM_RUNTIME="${ACCEL_MUTATION_ROCM_RUNTIME:-}" FAKEHIP_DEVICES=2 \
-    env $extra timeout 300 "$conform" --plugin "$1" --kernel-dir "$kdir" \
+    env $conform_env timeout 300 "$conform" --plugin "$1" --kernel-dir "$kdir" \
     --timeout $wait_s --require-ops --no-known-failures --filter "$2" > "$3" 2>&1
 }
 
