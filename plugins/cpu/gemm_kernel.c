@@ -189,8 +189,6 @@ static void accel_cpu_gk_pack_b(const accel_cpu_gk_job_t* j, uint64_t p0,
   }
 }
 
-enum { ACCEL_CPU_GK_FIRST = 1, ACCEL_CPU_GK_LAST = 2 };
-
 // The depth of k block `blk` (the last may be shorter).
 static inline uint32_t accel_cpu_gk_kc(const accel_cpu_gk_job_t* j,
                                        uint64_t blk) {
@@ -281,8 +279,15 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
     for (uint64_t ic = m0; ic < m1; ic += mc) {
       uint64_t ie = m1 - ic < mc ? m1 : ic + mc;
       for (uint64_t blk = 0; blk < j->kblocks; blk += step) {
-        int phase = (blk == 0 ? ACCEL_CPU_GK_FIRST : 0) |
-                    (blk + step == j->kblocks ? ACCEL_CPU_GK_LAST : 0);
+        accel_cpu_gk_out_t out = {
+            .ldc = g->ldc * j->es_c,
+            .dtype = g->c_dtype,
+            .alpha = j->alpha,
+            .beta = j->beta,
+            .first = blk == 0,
+            .last = blk + step == j->kblocks,
+            .ld32 = isa->nq,
+        };
         // An f16/bf16 C is written on the last pass only, where its lines
         // are usually cold: they are fetched while the kernel runs (f16 at
         // 1024^3 and 2048^3 about 5% faster in accel-bench; for an f32 C,
@@ -291,17 +296,7 @@ static void accel_cpu_gk_task(void* ctx, uint64_t t, uint32_t worker) {
         // up to 1 MiB passes through L2 between two visits of a row, and
         // half the time of the store went in waiting for them (f16
         // 1024^3 and 2048^3 1-2% faster).
-        const bool round_c =
-            g->c_dtype != ACCEL_DTYPE_F32 && (phase & ACCEL_CPU_GK_LAST) != 0;
-        accel_cpu_gk_out_t out = {
-            .ldc = g->ldc * j->es_c,
-            .dtype = g->c_dtype,
-            .alpha = j->alpha,
-            .beta = j->beta,
-            .first = (phase & ACCEL_CPU_GK_FIRST) != 0,
-            .last = (phase & ACCEL_CPU_GK_LAST) != 0,
-            .ld32 = isa->nq,
-        };
+        const bool round_c = g->c_dtype != ACCEL_DTYPE_F32 && out.last;
         for (uint64_t b = 0; b < step; b++) {
           uint64_t p0 = (blk + b) * j->kc;
           accel_cpu_gk_pack_b(j, p0, accel_cpu_gk_kc(j, blk + b), jq, nq,
