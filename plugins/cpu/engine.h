@@ -213,6 +213,18 @@ int accel_cpu_engine_tune(accel_cpu_plugin_t* plugin, accel_cpu_pool_t* pool,
                           int dt, int cls,
                           const accel_cpu_gemm_engine_t* candidates, int count);
 
+// The second pass of a timing, as pure rules (engine_tune.c, so that a
+// test can give them times). accel_cpu_tune_again sets again[i] for each
+// engine whose first time (seconds a product; <= 0: it failed) is within
+// 1.5x of the fastest, when there are two or more such engines, and
+// returns how many it set (0: a clear winner, no second pass).
+// accel_cpu_tune_winner returns the index with the smallest time over
+// both passes (again[i] <= 0: not timed again, or failed), or -1 when
+// none ran.
+int accel_cpu_tune_again(const double* first, int count, bool* again);
+int accel_cpu_tune_winner(const double* first, const double* again,
+                          int count);
+
 // How many other runnable threads make a timing too noisy to cache:
 // ACCEL_CPU_TUNE_BUSY, else a quarter of the usable CPUs, at least 1.
 uint32_t accel_cpu_tune_busy_threshold(const accel_host_t* host);
