@@ -8,6 +8,11 @@
 // node it captured, not only the ops and host copies of
 // graph.capture_replay. graph.stream_order: a launch runs in stream
 // order, after the work queued before it, not when it is enqueued.
+// graph.end_capture: through the plugin's own table (direct.c), a stream
+// whose capture has ended runs its work again, and captures again; the
+// core never enqueues on its capture streams after the capture, so only
+// the plugin's table shows a capture that never ends.
+#include <accel/plugin.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -235,9 +240,188 @@ static conform_result_t conform_graph_stream_order(conform_ctx_t* ctx,
   return result;
 }
 
+// The plugin's capture entries, as the core reads them: NULL when the
+// table is too small to hold one or the plugin leaves it NULL.
+#define CONFORM_GB_OP(ops, field)                                          \
+  (ACCEL_PLUGIN_HAS_FIELD((ops), accel_device_ops_t, field) ? (ops)->field \
+                                                            : NULL)
+
+enum { CONFORM_GE_SIZE = 4096, CONFORM_GE_HALF = CONFORM_GE_SIZE / 2 };
+
+// Reads `mem` on `s` into `host` (first filled with 0xee, which no step
+// writes) and synchronizes. Returns the first failing status.
+static accel_status_t conform_ge_read(const conform_direct_t* d, void* s,
+                                      void* mem, unsigned char* host) {
+  memset(host, 0xee, CONFORM_GE_SIZE);
+  accel_status_t st =
+      d->ops->copy_d2h(d->device, s, host, mem, 0, CONFORM_GE_SIZE);
+  if (st == ACCEL_OK) st = d->ops->stream_synchronize(s);
+  return st;
+}
+
+// Index of the first byte of `host` in [from, to) that is not `value`, or
+// -1 when all are.
+static long conform_ge_differs(const unsigned char* host, size_t from,
+                               size_t to, unsigned char value) {
+  for (size_t i = from; i < to; i++) {
+    if (host[i] != value) return (long)i;
+  }
+  return -1;
+}
+
+// The steps of graph.end_capture on stream `s` and memory `mem` of the
+// directly opened device; the graphs it made go to `g` for the caller to
+// destroy. Writes the detail and returns FAIL at the first wrong step.
+static conform_result_t conform_ge_steps(conform_ctx_t* ctx,
+                                         const conform_direct_t* d, void* s,
+                                         void* mem, void* g[2],
+                                         unsigned char* host) {
+  const accel_device_ops_t* o = d->ops;
+  const char* step = "memset before the capture";
+  long at = -1;
+  accel_status_t st = o->memset(d->device, NULL, mem, 0, 0x11, CONFORM_GE_SIZE);
+  if (st == ACCEL_OK) {
+    step = "stream_begin_capture";
+    st = o->stream_begin_capture(s);
+  }
+  if (st == ACCEL_OK) {
+    step = "the captured memset";
+    st = o->memset(d->device, s, mem, 0, 0x22, CONFORM_GE_HALF);
+    accel_status_t end = o->stream_end_capture(s, &g[0]);
+    if (st == ACCEL_OK && end != ACCEL_OK) step = "stream_end_capture";
+    if (st == ACCEL_OK) st = end;
+  }
+  if (st == ACCEL_OK && g[0] == NULL) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "stream_end_capture returned ACCEL_OK without a "
+                          "graph");
+  }
+  // plugin.h: work is recorded "until stream_end_capture"; after it, a
+  // read on the stream runs, and finds the captured memset not yet run.
+  if (st == ACCEL_OK) {
+    step = "a read on the stream after the capture";
+    st = conform_ge_read(d, s, mem, host);
+  }
+  if (st != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL, "%s: %s: %s", step,
+                          accel_status_string(st), conform_direct_message());
+  }
+  if (host[0] == 0xee && host[CONFORM_GE_SIZE - 1] == 0xee) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "a read enqueued after stream_end_capture did not "
+                          "run by the stream's synchronize: the stream still "
+                          "captures its work");
+  }
+  if ((at = conform_ge_differs(host, 0, CONFORM_GE_SIZE, 0x11)) >= 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "before any launch: byte %ld is 0x%02x, expected "
+                          "0x11 (a captured memset ran when it was "
+                          "captured?)",
+                          at, host[at]);
+  }
+  step = "graph_launch";
+  st = o->graph_launch(g[0], s);
+  if (st == ACCEL_OK) {
+    step = "a read after the launch";
+    st = conform_ge_read(d, s, mem, host);
+  }
+  // The stream captures again: a second graph of a memset of the other
+  // half.
+  if (st == ACCEL_OK) {
+    step = "stream_begin_capture on a stream whose capture has ended";
+    st = o->stream_begin_capture(s);
+  }
+  if (st == ACCEL_OK) {
+    step = "the second captured memset";
+    st = o->memset(d->device, s, mem, CONFORM_GE_HALF, 0x33, CONFORM_GE_HALF);
+    accel_status_t end = o->stream_end_capture(s, &g[1]);
+    if (st == ACCEL_OK && end != ACCEL_OK) step = "the second stream_end_capture";
+    if (st == ACCEL_OK) st = end;
+  }
+  if (st != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL, "%s: %s: %s", step,
+                          accel_status_string(st), conform_direct_message());
+  }
+  if ((at = conform_ge_differs(host, 0, CONFORM_GE_HALF, 0x22)) >= 0 ||
+      (at = conform_ge_differs(host, CONFORM_GE_HALF, CONFORM_GE_SIZE,
+                               0x11)) >= 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "after the launch: byte %ld is 0x%02x, expected "
+                          "0x%02x",
+                          at, host[at], at < CONFORM_GE_HALF ? 0x22 : 0x11);
+  }
+  st = g[1] != NULL ? o->graph_launch(g[1], s) : ACCEL_ERROR_INTERNAL;
+  if (st == ACCEL_OK) st = conform_ge_read(d, s, mem, host);
+  if (st != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "the second graph's launch and read: %s: %s",
+                          accel_status_string(st), conform_direct_message());
+  }
+  if ((at = conform_ge_differs(host, 0, CONFORM_GE_HALF, 0x22)) >= 0 ||
+      (at = conform_ge_differs(host, CONFORM_GE_HALF, CONFORM_GE_SIZE,
+                               0x33)) >= 0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "after the second graph's launch: byte %ld is "
+                          "0x%02x, expected 0x%02x",
+                          at, host[at], at < CONFORM_GE_HALF ? 0x22 : 0x33);
+  }
+  return CONFORM_PASS;
+}
+
+// A capture that ends (plugin.h, stream_begin_capture: work is recorded
+// "until stream_end_capture"): on a stream of the plugin's own, a memset
+// captured, then a read enqueued after the end must run (and find the
+// memset not run), the graph's launch must run it, and the stream must
+// capture a second graph. The core captures on streams of its own that it
+// never enqueues on afterwards, so a capture that stays on after its end
+// shows only here, through the plugin's table (direct.c). UNSUPPORTED
+// without the capture entries.
+static conform_result_t conform_graph_end_capture(conform_ctx_t* ctx,
+                                                  const void* arg) {
+  (void)arg;
+  unsigned char* host = conform_alloc(ctx, CONFORM_GE_SIZE);
+  if (host == NULL) return conform_report(ctx, CONFORM_FAIL, "host memory");
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  const accel_device_ops_t* o = d.ops;
+  if (CONFORM_GB_OP(o, stream_begin_capture) == NULL ||
+      CONFORM_GB_OP(o, stream_end_capture) == NULL ||
+      CONFORM_GB_OP(o, graph_launch) == NULL ||
+      CONFORM_GB_OP(o, graph_destroy) == NULL) {
+    conform_direct_close(&d);
+    return conform_report(ctx, CONFORM_UNSUPPORTED,
+                          "the plugin has no native capture (the core "
+                          "replays graphs)");
+  }
+  void* s = NULL;
+  void* mem = NULL;
+  void* g[2] = {NULL, NULL};
+  conform_result_t result = CONFORM_PASS;
+  accel_status_t st = o->stream_create(d.device, 0, &s);
+  if (st == ACCEL_OK) st = o->mem_alloc(d.device, CONFORM_GE_SIZE, &mem);
+  if (st != ACCEL_OK) {
+    result = conform_report(ctx, CONFORM_FAIL, "setup: %s: %s",
+                            accel_status_string(st), conform_direct_message());
+  } else {
+    result = conform_ge_steps(ctx, &d, s, mem, g, host);
+  }
+  if (s != NULL) (void)o->stream_synchronize(s);
+  for (int i = 0; i < 2; i++) {
+    if (g[i] != NULL) o->graph_destroy(g[i]);
+  }
+  if (s != NULL) o->stream_destroy(s);
+  if (mem != NULL) o->mem_free(d.device, mem);
+  conform_direct_close(&d);
+  if (result != CONFORM_PASS) return result;
+  return conform_report(ctx, CONFORM_PASS,
+                        "a read after the capture ran, 2 graphs captured on "
+                        "one stream and launched");
+}
+
 static const conform_check_t conform_graph_bytes_table[] = {
     {"graph.bytes", conform_graph_bytes, NULL},
     {"graph.stream_order", conform_graph_stream_order, NULL},
+    {"graph.end_capture", conform_graph_end_capture, NULL},
 };
 
 const conform_check_t* conform_graph_bytes_checks(size_t* out_count) {
