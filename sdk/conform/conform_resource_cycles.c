@@ -13,7 +13,10 @@
 //   the suite's kernels, 200 rounds of a module loaded, a kernel launched
 //   and both released;
 // - resource.graph_cycles: through the public API, 200 rounds of a memset
-//   and a copy captured, the graph launched and released.
+//   and a copy captured, the graph launched and released;
+// - resource.device_cycles: on one loaded plugin, through its table, 200
+//   rounds of device_open of the device under test, query_props,
+//   mem_info and device_close.
 // Heap in use (mallinfo2) is compared before and after the measured
 // rounds: a leak of 64 (40) bytes a round shows; a cache that stops
 // growing during the warm-up rounds does not (object rounds that grow past
@@ -255,6 +258,11 @@ static bool conform_claims_pinned(const conform_direct_t* d) {
 #define CONFORM_OBJECT_SLACK (24 * 1024)
 #define CONFORM_MODULE_SLACK (8 * 1024)
 
+// Device rounds: a leak of 24 bytes a round shows (the template's device
+// state is a 32-byte block).
+enum { CONFORM_DEVICE_ROUNDS = 200 };
+#define CONFORM_DEVICE_SLACK (4 * 1024)
+
 static conform_result_t conform_resource_objects(conform_ctx_t* ctx,
                                                  const void* arg) {
   (void)arg;
@@ -428,11 +436,97 @@ static conform_result_t conform_resource_graphs(conform_ctx_t* ctx,
                         CONFORM_GRAPH_ROUNDS, (ssize_t)(heap - heap0));
 }
 
+// One device round on the loaded plugin of `d` (whose own device is
+// closed): open the device under test, ask its properties and memory,
+// close it. ACCEL_OK or the first failing status.
+static accel_status_t conform_device_round(conform_ctx_t* ctx,
+                                           const conform_direct_t* d) {
+  void* device = NULL;
+  accel_status_t status = d->desc->device_open(
+      d->plugin, accel_device_index(ctx->device), &device);
+  if (status != ACCEL_OK) return status;
+  accel_plugin_device_props_t props;
+  memset(&props, 0, sizeof(props));
+  props.struct_size = sizeof(props);
+  status = d->ops->query_props(device, &props);
+  uint64_t free_bytes = 0, total = 0;
+  if (status == ACCEL_OK) {
+    status = d->ops->mem_info(device, &free_bytes, &total);
+  }
+  d->desc->device_close(device);
+  return status;
+}
+
+// Runs `rounds` device rounds; FAIL (reported) when one fails.
+static conform_result_t conform_device_rounds(conform_ctx_t* ctx,
+                                              const conform_direct_t* d,
+                                              int rounds) {
+  for (int i = 0; i < rounds; i++) {
+    accel_status_t status = conform_device_round(ctx, d);
+    if (status != ACCEL_OK) {
+      return conform_report(ctx, CONFORM_FAIL, "device round %d: %s: %s", i,
+                            accel_status_string(status),
+                            conform_direct_message());
+    }
+  }
+  return CONFORM_PASS;
+}
+
+// device_close must undo device_open (plugin.h: "Closes a device opened by
+// device_open"), not leave its state for unload: a plugin that leaks a
+// device's state grows for every open of a long-lived process, which
+// resource.load_cycles, with 5 rounds and room for what dlopen keeps,
+// does not see. Heap growth past the slack is measured once more, as for
+// objects, and the second measurement decides.
+static conform_result_t conform_resource_devices(conform_ctx_t* ctx,
+                                                 const void* arg) {
+  (void)arg;
+  conform_direct_t d;
+  if (conform_direct_open(ctx, &d) != CONFORM_PASS) return CONFORM_FAIL;
+  d.desc->device_close(d.device);  // the rounds open their own
+  d.device = NULL;
+  int threads0 = 0;
+  size_t heap0 = 0, heap = 0;
+  conform_result_t r = conform_device_rounds(ctx, &d, 20);  // warm-up
+  for (int pass = 0; pass < 2 && r == CONFORM_PASS; pass++) {
+    threads0 = conform_count_entries("/proc/self/task");
+    heap0 = conform_heap_in_use();
+    r = conform_device_rounds(ctx, &d, CONFORM_DEVICE_ROUNDS);
+    heap = conform_heap_in_use();
+    if (heap <= heap0 + CONFORM_DEVICE_SLACK) break;
+  }
+  int threads = conform_count_entries("/proc/self/task");
+  for (int i = 0; i < 100 && threads > threads0; i++) {
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    threads = conform_count_entries("/proc/self/task");
+  }
+  conform_direct_close(&d);
+  if (r != CONFORM_PASS) return r;
+  if (threads > threads0) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "%d threads after %d rounds of device_open and "
+                          "device_close (was %d)",
+                          threads, CONFORM_DEVICE_ROUNDS, threads0);
+  }
+  if (heap > heap0 + CONFORM_DEVICE_SLACK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "heap in use grew by %zu bytes over %d rounds of "
+                          "device_open, query_props, mem_info and "
+                          "device_close: a device_close that leaves the "
+                          "device's state behind",
+                          heap - heap0, CONFORM_DEVICE_ROUNDS);
+  }
+  return conform_report(ctx, CONFORM_PASS, "%d rounds: heap %+zd bytes",
+                        CONFORM_DEVICE_ROUNDS, (ssize_t)(heap - heap0));
+}
+
 static const conform_check_t conform_cycles[] = {
     {"resource.load_cycles", conform_resource_cycles, NULL},
     {"resource.object_cycles", conform_resource_objects, NULL},
     {"resource.module_cycles", conform_resource_modules, NULL},
     {"resource.graph_cycles", conform_resource_graphs, NULL},
+    {"resource.device_cycles", conform_resource_devices, NULL},
 };
 
 const conform_check_t* conform_resource_cycle_checks(size_t* out_count) {
