@@ -7,9 +7,9 @@
 // backend (the device kind; contexts may be shared), and for memory the
 // allocation plus the offset is the buffer's address where the backend
 // has one; and a host range registers, copies in both directions at its
-// full size, refuses an overlap and a wrong unregister, and unregisters;
-// and memory someone else owns wraps (ABI 1.3) without a copy and stays
-// the owner's.
+// full size, refuses an overlap and a wrong unregister, unregisters and
+// registers again; and memory someone else owns wraps (ABI 1.3) without
+// a copy and stays the owner's.
 #include <accel/interop.h>
 #include <stdio.h>
 #include <string.h>
@@ -263,9 +263,24 @@ static conform_result_t conform_interop_host_register(conform_ctx_t* ctx,
                           "unregister gave %s",
                           in ? "yes" : "no", accel_status_string(again));
   }
+  // plugin.h: host_unregister "undoes host_register", so the range
+  // registers again (a driver refuses pages it still locks: CUDA's
+  // CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED).
+  status = accel_host_register(ctx->device, p, 2 * half, 0);
+  if (status != ACCEL_OK) {
+    return conform_report(ctx, CONFORM_FAIL,
+                          "registering the range again after its unregister "
+                          "gave %s: %s (a host_unregister that leaves the "
+                          "pages locked?)",
+                          accel_status_string(status), accel_last_error());
+  }
+  status = accel_host_unregister(ctx->device, p);
+  if (status != ACCEL_OK) {
+    return conform_fail_status(ctx, status, "the second unregister");
+  }
   return conform_report(ctx, CONFORM_PASS,
                         "%zu bytes registered, copied both ways, "
-                        "unregistered",
+                        "unregistered, registered again",
                         2 * half);
 }
 
