@@ -94,6 +94,8 @@ const conform_check_t* conform_threads_checks(size_t* out_count);
 const conform_check_t* conform_round_checks(size_t* out_count);
 const conform_check_t* conform_resource_checks(size_t* out_count);
 const conform_check_t* conform_resource_cycle_checks(size_t* out_count);
+// The GEMM workspace lent through the plugin's table (conform_workspace.c).
+const conform_check_t* conform_workspace_checks(size_t* out_count);
 const conform_check_t* conform_rng_checks(size_t* out_count);
 const conform_check_t* conform_graph_checks(size_t* out_count);
 // A captured memset and copies, launched twice (conform_graph_bytes.c).

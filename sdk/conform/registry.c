@@ -13,6 +13,7 @@ static const conform_area_fn_t conform_areas[] = {
     conform_launch_checks,  conform_order_checks,
     conform_launch_view_checks,
     conform_sync_checks,    conform_threads_checks, conform_round_checks, conform_resource_checks, conform_resource_cycle_checks,
+    conform_workspace_checks,
     conform_rng_checks,     conform_interop_checks, conform_control_checks,
     conform_graph_checks,   conform_graph_bytes_checks,
     conform_error_checks,
