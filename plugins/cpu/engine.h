@@ -295,7 +295,8 @@ static inline size_t accel_cpu_f32_bytes(uint64_t elems) {
 const accel_cpu_gk_isa_t* accel_cpu_gk_choose(const char* limit, char* why,
                                               size_t size);
 
-// "avx512-12x32" or "avx2-6x16": in the engine cache key and the log.
+// "avx512-12x32", "avx2-6x16-k512" or "avx2-6x16": in the engine cache
+// key and the log.
 const char* accel_cpu_gk_name(const accel_cpu_gk_isa_t* isa);
 
 // Runs the GEMM `g` (pointers already offset, k > 0, A and B f32, f16 or

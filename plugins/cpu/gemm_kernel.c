@@ -61,7 +61,7 @@
 // 1024^3 (1 MiB of B) took f16 from 0.91-0.93 of oneDNN's f32 matmul to
 // 0.95-0.96; at 2048^3 (2 MiB of B) it was 8-10 points slower than the
 // tile, and for an f32 C (accumulated in place) it changed nothing.
-static size_t accel_cpu_gk_full_k_bytes(void) {
+size_t accel_cpu_gk_half_l2(void) {
 #ifdef _SC_LEVEL2_CACHE_SIZE
   long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #else
@@ -379,7 +379,7 @@ accel_status_t accel_cpu_gk_gemm(accel_cpu_plugin_t* plugin,
   // once, C is rounded straight from the registers; past half the L2,
   // the f32 tile takes the partial sums.
   j.full_k = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1 &&
-             j.b_bytes * j.kblocks <= accel_cpu_gk_full_k_bytes();
+             j.b_bytes * j.kblocks <= accel_cpu_gk_half_l2();
   j.c32 = g->c_dtype != ACCEL_DTYPE_F32 && j.kblocks > 1 && !j.full_k;
   uint64_t step = j.full_k ? j.kblocks : 1;
   // op(A) packed once before the product, all tasks together, when each

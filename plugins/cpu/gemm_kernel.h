@@ -72,4 +72,9 @@ struct accel_cpu_gk_isa {
   accel_cpu_gk_store_fn_t store;
 };
 
+// Half the L2 of a core in bytes (gemm_kernel.c: glibc's figure from
+// CPUID, 1 MiB where it is not known, within 128 KiB to 4 MiB): what a
+// packed B may take. Thread-safe.
+size_t accel_cpu_gk_half_l2(void);
+
 #endif  // ACCEL_PLUGINS_CPU_GEMM_KERNEL_H_

@@ -90,7 +90,7 @@ __attribute__((target("avx512f"))) static void accel_cpu_gk_avx512(
 // One row of the AVX2 tile.
 #define ACCEL_CPU_GK_ROW8(i)                                   \
   do {                                                         \
-    __m256 a_ = _mm256_broadcast_ss(ap + (i) * 256u + k);      \
+    __m256 a_ = _mm256_broadcast_ss(ap + (i) * stride + k);    \
     c##i##_0 = _mm256_fmadd_ps(a_, b0, c##i##_0);              \
     c##i##_1 = _mm256_fmadd_ps(a_, b1, c##i##_1);              \
   } while (0)
@@ -100,9 +100,12 @@ __attribute__((target("avx512f"))) static void accel_cpu_gk_avx512(
     _mm256_store_ps(acc + (i) * 16u + 8u, c##i##_1);    \
   } while (0)
 
-__attribute__((target("avx2,fma"))) static void accel_cpu_gk_avx2(
-    uint64_t kc, const float* restrict ap, const float* restrict bp,
-    float* restrict acc) {
+// The AVX2 kernel for A slivers whose rows are `stride` floats apart (the
+// entry's kc); each entry below passes a constant.
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+accel_cpu_gk_avx2_at(uint64_t kc, const float* restrict ap,
+                     const float* restrict bp, float* restrict acc,
+                     uint32_t stride) {
   __m256 c0_0 = _mm256_setzero_ps(), c0_1 = c0_0, c1_0 = c0_0, c1_1 = c0_0;
   __m256 c2_0 = c0_0, c2_1 = c0_0, c3_0 = c0_0, c3_1 = c0_0, c4_0 = c0_0;
   __m256 c4_1 = c0_0, c5_0 = c0_0, c5_1 = c0_0;
@@ -122,6 +125,18 @@ __attribute__((target("avx2,fma"))) static void accel_cpu_gk_avx2(
   ACCEL_CPU_GK_STORE8(3);
   ACCEL_CPU_GK_STORE8(4);
   ACCEL_CPU_GK_STORE8(5);
+}
+
+__attribute__((target("avx2,fma"))) static void accel_cpu_gk_avx2(
+    uint64_t kc, const float* restrict ap, const float* restrict bp,
+    float* restrict acc) {
+  accel_cpu_gk_avx2_at(kc, ap, bp, acc, 256u);
+}
+
+__attribute__((target("avx2,fma"))) static void accel_cpu_gk_avx2_k512(
+    uint64_t kc, const float* restrict ap, const float* restrict bp,
+    float* restrict acc) {
+  accel_cpu_gk_avx2_at(kc, ap, bp, acc, 512u);
 }
 
 #define ACCEL_CPU_GK_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -384,7 +399,20 @@ static const accel_cpu_gk_isa_t accel_cpu_gk_isas[] = {
      accel_cpu_gk_tile16, accel_cpu_gk_rows16, accel_cpu_gk_store16},
     {"avx2-6x16", 6, 16, 256, 256, 8, accel_cpu_gk_avx2, accel_cpu_gk_tile8,
      accel_cpu_gk_rows8, accel_cpu_gk_store8},
+    {"avx2-6x16-k512", 6, 16, 512, 256, 8, accel_cpu_gk_avx2_k512,
+     accel_cpu_gk_tile8, accel_cpu_gk_rows8, accel_cpu_gk_store8},
 };
+
+// The AVX2 entry for this CPU's L2: k blocks of 512 where half the L2
+// holds the 512 KiB B block they make (512 x 256 floats), else of 256.
+// With 512, C is added to and A's slivers are packed half as often: on
+// the Zen 5 guest with AVX2 code only (1 MiB L2), f32 1024^3 ran 3-6% and
+// f16 6% faster than with 256, alternating product by product
+// (docs/performance.md). A CPU with a smaller L2 (256-512 KiB) keeps 256;
+// 512 was never measured there.
+static int accel_cpu_gk_avx2_entry(void) {
+  return accel_cpu_gk_half_l2() >= (size_t)512 * 256 * sizeof(float) ? 2 : 1;
+}
 #endif  // ACCEL_CPU_GK_X86
 
 // Kernels in the order they are preferred, each with what it needs.
@@ -411,19 +439,27 @@ const accel_cpu_gk_isa_t* accel_cpu_gk_choose(const char* limit, char* why,
                                               size_t size) {
 #if ACCEL_CPU_GK_X86
   int first = 0;
+  bool k256 = false;  // the AVX2 kernel's k blocks of 256 whatever the L2
   if (limit != NULL && limit[0] != '\0') {
     if (strcmp(limit, "avx512") == 0) {
       first = 0;
     } else if (strcmp(limit, "avx2") == 0) {
       first = 1;
+    } else if (strcmp(limit, "avx2-k256") == 0) {
+      first = 1;
+      k256 = true;
     } else {
       snprintf(why, size,
-               "ACCEL_CPU_GEMM_ISA='%.40s' is not avx512 or avx2", limit);
+               "ACCEL_CPU_GEMM_ISA='%.40s' is not avx512, avx2 or avx2-k256",
+               limit);
       return NULL;
     }
   }
   for (int i = first; i < 2; i++) {
-    if (accel_cpu_gk_runs(i)) return &accel_cpu_gk_isas[i];
+    if (accel_cpu_gk_runs(i)) {
+      int entry = i == 0 ? 0 : k256 ? 1 : accel_cpu_gk_avx2_entry();
+      return &accel_cpu_gk_isas[entry];
+    }
   }
   snprintf(why, size, "the own kernel needs %s",
            first == 0 ? "AVX-512F/BW/VL, or AVX2, FMA and F16C"
