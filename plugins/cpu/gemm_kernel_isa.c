@@ -406,9 +406,9 @@ static const accel_cpu_gk_isa_t accel_cpu_gk_isas[] = {
 // The AVX2 entry for this CPU's L2: k blocks of 512 where half the L2
 // holds the 512 KiB B block they make (512 x 256 floats), else of 256.
 // With 512, C is added to and A's slivers are packed half as often: on
-// the Zen 5 guest with AVX2 code only (1 MiB L2), f32 1024^3 ran 3-6% and
-// f16 6% faster than with 256, alternating product by product
-// (docs/performance.md). A CPU with a smaller L2 (256-512 KiB) keeps 256;
+// the Zen 5 guest with AVX2 code only (1 MiB L2), f32 and f16 products
+// at 1024^3 and 2048^3 ran 5-12% faster than with 256, alternating
+// product by product (docs/performance.md). A CPU with a smaller L2 (256-512 KiB) keeps 256;
 // 512 was never measured there.
 static int accel_cpu_gk_avx2_entry(void) {
   return accel_cpu_gk_half_l2() >= (size_t)512 * 256 * sizeof(float) ? 2 : 1;
